@@ -1,0 +1,217 @@
+"""Configuration: one frozen dataclass per concern, plus per-dataset presets.
+
+Every field is reachable from the command line as ``--set section.field=value``
+(see :func:`apply_overrides`), and ``specrage train --help`` lists them all with
+the help text in each field's metadata.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+
+def _f(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The networks: per-view MLPs, the weighting (fusion) MLP and its softmax temperature.
+
+    Defaults follow the published code's view nets (LeakyReLU, tanh output) and the
+    paper's weighting net (three hidden layers of 100); :meth:`paper` and
+    :meth:`published_code` give the two architectures exactly.
+    """
+
+    n_components: int = _f(0, "embedding dimension k; 0 means the number of classes")
+    view_hidden: tuple[int, ...] = _f((1024, 1024, 512), "hidden widths of every per-view MLP")
+    hidden_activation: str = _f("leaky_relu", "view-net hidden activation: relu|leaky_relu|tanh|gelu")
+    leaky_relu_slope: float = _f(0.01, "negative slope of leaky_relu")
+    output_activation: str = _f("tanh", "view-net output activation: tanh|none")
+    weighting_hidden: tuple[int, ...] = _f((100, 100, 100), "hidden widths of the weighting MLP")
+    weighting_activation: str = _f("relu", "weighting-net hidden activation")
+    temperature: float = _f(90.0, "softmax temperature T of the view weights (larger: more uniform)")
+
+    @classmethod
+    def paper(cls, **changes: Any) -> "ModelConfig":
+        """The paper's appendix: ReLU MLPs 1024-1024-512, linear output, weighting net 3x100."""
+        base = dict(hidden_activation="relu", output_activation="none", weighting_hidden=(100, 100, 100))
+        return cls(**{**base, **changes})
+
+    @classmethod
+    def published_code(cls, **changes: Any) -> "ModelConfig":
+        """The authors' PyTorch code: LeakyReLU(0.01) view nets with tanh output, weighting net 50."""
+        base = dict(hidden_activation="leaky_relu", leaky_relu_slope=0.01, output_activation="tanh",
+                    weighting_hidden=(50,), weighting_activation="relu")
+        return cls(**{**base, **changes})
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    """The in-batch kNN Gaussian affinity (the paper's affinity equation)."""
+
+    n_neighbors: int = _f(30, "l: neighbours per point in the kNN graph")
+    scale_neighbor: int = _f(0, "the neighbour whose distance sets sigma; 0 means n_neighbors")
+    scale_mode: str = _f("global", "global (median over sampled batches, fixed before training) | batch")
+    scale_sample_batches: int = _f(8, "batches sampled to compute the global scale")
+    bandwidth_factor: float = _f(2.0, "kernel exp(-d^2/(factor*sigma^2)): 2 as the paper, 1 as the code")
+    include_self: bool = _f(False, "count the point itself among its l neighbours (the published code)")
+    symmetrize: str = _f("mean", "mean: (W+W^T)/2 | max: union of kNN graphs")
+
+    @property
+    def sigma_neighbor(self) -> int:
+        return self.scale_neighbor or self.n_neighbors
+
+
+@dataclass(frozen=True)
+class OrthoConfig:
+    """The QR orthogonalization layer."""
+
+    convention: str = _f("m_identity", "Y^T Y = m*I (m_identity, rows of unit scale) or = I (identity)")
+    rank_tol: float = _f(1e-5, "ridge on R relative to ||Y||_F; keeps R^-1 finite for rank-deficient batches")
+    refine: bool = _f(True, "a second QR pass (re-orthogonalization) for float32 accuracy")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimization: Adam with the paper's plateau learning-rate policy."""
+
+    epochs: int = _f(100, "maximum number of epochs")
+    batch_size: int = _f(1024, "mini-batch size m (capped at the training-set size)")
+    steps_per_epoch: int = _f(0, "gradient steps per epoch; 0 means ceil(n_train / m)")
+    learning_rate: float = _f(1e-3, "initial Adam learning rate")
+    lr_factor: float = _f(0.1, "learning-rate multiplier on a validation plateau")
+    lr_patience: int = _f(10, "epochs without validation improvement before the learning rate drops")
+    min_lr: float = _f(1e-8, "training stops once the learning rate falls below this")
+    progress: bool = _f(True, "show a per-epoch progress bar")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Splits and preprocessing (fitted on the training split only)."""
+
+    test_fraction: float = _f(0.2, "fraction of samples held out for testing")
+    val_fraction: float = _f(0.1, "fraction of the training part used for validation")
+    preprocess: str = _f("standard", "per-view feature scaling: standard | minmax | none")
+    n_samples: int = _f(0, "samples to generate for synthetic datasets; 0 means the dataset default")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Downstream evaluation of the test embedding."""
+
+    kmeans_n_init: int = _f(10, "k-means restarts")
+    embed_batch_size: int = _f(4096, "samples per forward pass when embedding")
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """Everything one training run needs; sections are the dataclasses above."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    ortho: OrthoConfig = field(default_factory=OrthoConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+
+def preset(dataset: str) -> ExperimentConfig:
+    """The tuned configuration for a named dataset (defaults for unknown names).
+
+    blobs:  ``specrage train --dataset blobs``  -> test k-means ACC 1.00 (see BUILD_NOTES.md).
+    digits: ``specrage train --dataset digits`` -> test k-means ACC ~0.9 (see BUILD_NOTES.md).
+    """
+    base = ExperimentConfig()
+    if dataset == "blobs":
+        return dataclasses.replace(
+            base,
+            model=dataclasses.replace(base.model, temperature=90.0),
+            graph=dataclasses.replace(base.graph, n_neighbors=30, scale_neighbor=15),
+            train=dataclasses.replace(base.train, epochs=60, batch_size=1024),
+            data=dataclasses.replace(base.data, preprocess="none"),
+        )
+    if dataset == "digits":
+        return dataclasses.replace(
+            base,
+            model=dataclasses.replace(base.model, temperature=90.0),
+            graph=dataclasses.replace(base.graph, n_neighbors=10),
+            train=dataclasses.replace(base.train, epochs=150, batch_size=512, lr_patience=10),
+            data=dataclasses.replace(base.data, preprocess="minmax"),
+        )
+    return base
+
+
+# --- overrides: "section.field=value" strings --------------------------------------------
+
+def _parse_value(text: str, annotation: Any) -> Any:
+    hint = annotation if not isinstance(annotation, str) else eval(annotation, vars(typing), {})  # noqa: S307
+    origin = typing.get_origin(hint)
+    if hint is bool:
+        lowered = text.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"expected true/false, got {text!r}")
+    if hint is int:
+        return int(text)
+    if hint is float:
+        return float(text)
+    if hint is str:
+        return text
+    if origin is tuple:
+        (item_type, _ellipsis) = typing.get_args(hint)
+        parts = [p for p in text.replace("(", "").replace(")", "").split(",") if p.strip()]
+        return tuple(item_type(p.strip()) for p in parts)
+    if origin in (typing.Union, types.UnionType):
+        raise ValueError(f"unsupported field type {hint}")
+    raise ValueError(f"unsupported field type {hint}")
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def apply_overrides(config: ExperimentConfig, overrides: Sequence[str]) -> ExperimentConfig:
+    """Returns ``config`` with each ``"section.field=value"`` applied.
+
+    Raises:
+      ValueError: naming the unknown section or field, or the value that does not parse.
+    """
+    sections = {f.name: f for f in dataclasses.fields(config)}
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set expects section.field=value, got {item!r}")
+        section, dot, name = key.strip().partition(".")
+        if not dot or section not in sections:
+            raise ValueError(f"unknown config section in {item!r}; sections: {', '.join(sections)}")
+        current = getattr(config, section)
+        hints = _field_types(type(current))
+        if name not in hints:
+            raise ValueError(f"unknown field {name!r} in section {section!r}; fields: {', '.join(hints)}")
+        try:
+            value = _parse_value(text, hints[name])
+        except ValueError as err:
+            raise ValueError(f"--set {key}: cannot parse {text!r}: {err}") from err
+        config = dataclasses.replace(config, **{section: dataclasses.replace(current, **{name: value})})
+    return config
+
+
+def describe_fields(config: ExperimentConfig) -> list[tuple[str, str, str]]:
+    """(key, current value, help) for every config field, for --help and logs."""
+    rows = []
+    for section in dataclasses.fields(config):
+        sub = getattr(config, section.name)
+        for f in dataclasses.fields(sub):
+            rows.append((f"{section.name}.{f.name}", repr(getattr(sub, f.name)), f.metadata.get("help", "")))
+    return rows
+
+
+def config_to_dict(config: ExperimentConfig) -> dict[str, Any]:
+    return dataclasses.asdict(config)

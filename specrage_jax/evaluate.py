@@ -1,0 +1,137 @@
+"""Downstream evaluation of embeddings: k-means clustering and a linear SVM (NumPy / scikit-learn)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from sklearn.cluster import KMeans
+from sklearn.metrics import (
+    accuracy_score,
+    adjusted_rand_score,
+    f1_score,
+    normalized_mutual_info_score,
+    precision_score,
+)
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
+
+SVM_MAX_ITER = 20_000
+
+
+def _check_labels(labels: np.ndarray, n_samples: int, *, what: str) -> np.ndarray:
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"{what} must be 1-D (n_samples,), got shape {labels.shape}")
+    if labels.shape[0] != n_samples:
+        raise ValueError(f"{what}: {labels.shape[0]} labels for {n_samples} samples")
+    return labels
+
+
+def _check_embedding(embedding: np.ndarray, labels: np.ndarray, *, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Checks embedding (n, k) is finite and 2-D, and labels (n,) match it; returns both as arrays."""
+    embedding = np.asarray(embedding)
+    if embedding.ndim != 2 or embedding.shape[0] == 0 or embedding.shape[1] == 0:
+        raise ValueError(f"{what} must be a non-empty 2-D array (n_samples, k), got shape {embedding.shape}")
+    if not np.issubdtype(embedding.dtype, np.number):
+        raise ValueError(f"{what} must be numeric, got dtype {embedding.dtype}")
+    n_nan = int(np.isnan(embedding).sum())
+    if n_nan:
+        raise ValueError(f"{what} holds NaN in {n_nan} entries; the model diverged or its input had NaN")
+    if not np.all(np.isfinite(embedding)):
+        raise ValueError(f"{what} holds infinite values; the model diverged")
+    labels = _check_labels(labels, embedding.shape[0], what=f"labels for {what}")
+    return embedding, labels
+
+
+def clustering_accuracy(labels_true: np.ndarray, labels_pred: np.ndarray) -> float:
+    """ACC: the fraction of samples right under the best one-to-one map of clusters to classes.
+
+    labels_true (n,), labels_pred (n,); the number of clusters may differ from the number of
+    classes (samples in unmatched clusters count as wrong).
+    """
+    labels_true = np.asarray(labels_true)
+    if labels_true.ndim != 1 or labels_true.shape[0] == 0:
+        raise ValueError(f"labels_true must be a non-empty 1-D array, got shape {labels_true.shape}")
+    labels_pred = _check_labels(labels_pred, labels_true.shape[0], what="labels_pred")
+    classes, class_index = np.unique(labels_true, return_inverse=True)
+    clusters, cluster_index = np.unique(labels_pred, return_inverse=True)
+    contingency = np.zeros((classes.size, clusters.size), dtype=np.int64)
+    np.add.at(contingency, (class_index, cluster_index), 1)
+    rows, cols = linear_sum_assignment(contingency, maximize=True)
+    return float(contingency[rows, cols].sum() / labels_true.shape[0])
+
+
+def kmeans_metrics(
+    embedding: np.ndarray, labels: np.ndarray, *, n_clusters: int, seed: int, n_init: int = 10
+) -> dict[str, float]:
+    """k-means on embedding (n, k) scored against labels (n,): {"acc", "nmi", "ari"}."""
+    embedding, labels = _check_embedding(embedding, labels, what="embedding")
+    if not 1 <= n_clusters <= embedding.shape[0]:
+        raise ValueError(f"n_clusters must be in 1..{embedding.shape[0]} (the number of samples), got {n_clusters}")
+    predicted = KMeans(n_clusters=n_clusters, random_state=seed, n_init=n_init).fit_predict(embedding)
+    return {
+        "acc": clustering_accuracy(labels, predicted),
+        "nmi": float(normalized_mutual_info_score(labels, predicted, average_method="arithmetic")),
+        "ari": float(adjusted_rand_score(labels, predicted)),
+    }
+
+
+def svm_metrics(
+    train_embedding: np.ndarray,
+    train_labels: np.ndarray,
+    test_embedding: np.ndarray,
+    test_labels: np.ndarray,
+    *,
+    seed: int,
+) -> dict[str, float]:
+    """A linear SVM on standardized train embedding (n_tr, k), scored on test (n_te, k).
+
+    Returns {"acc", "f1", "precision"}, F1 and precision macro-averaged over classes.
+    """
+    train_embedding, train_labels = _check_embedding(train_embedding, train_labels, what="train_embedding")
+    test_embedding, test_labels = _check_embedding(test_embedding, test_labels, what="test_embedding")
+    if train_embedding.shape[1] != test_embedding.shape[1]:
+        raise ValueError(
+            f"train_embedding has {train_embedding.shape[1]} columns, test_embedding {test_embedding.shape[1]}"
+        )
+    if np.unique(train_labels).size < 2:
+        raise ValueError("train_labels hold a single class; a classifier needs at least two")
+    # The scaler sits in the pipeline so it is fitted on the training embedding only.
+    classifier = make_pipeline(
+        StandardScaler(), LinearSVC(dual="auto", max_iter=SVM_MAX_ITER, random_state=seed)
+    )
+    predicted = classifier.fit(train_embedding, train_labels).predict(test_embedding)
+    return {
+        "acc": float(accuracy_score(test_labels, predicted)),
+        "f1": float(f1_score(test_labels, predicted, average="macro", zero_division=0)),
+        "precision": float(precision_score(test_labels, predicted, average="macro", zero_division=0)),
+    }
+
+
+def summarize_seeds(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per-metric {"mean", "std"} (population std, ddof=0) over runs with the same nested keys.
+
+    E.g. [{"kmeans": {"acc": 0.9}}, {"kmeans": {"acc": 0.8}}] -> {"kmeans": {"acc": {"mean": 0.85, "std": 0.05}}}.
+    """
+    if len(results) == 0:
+        raise ValueError("summarize_seeds: no results to summarize")
+    if not all(isinstance(result, Mapping) for result in results):
+        raise ValueError("summarize_seeds: every result must be a dict of metrics")
+    first = results[0]
+    for i, result in enumerate(results):
+        if set(result) != set(first):
+            raise ValueError(f"summarize_seeds: result {i} has keys {sorted(result)}, result 0 has {sorted(first)}")
+    summary: dict[str, Any] = {}
+    for key, value in first.items():
+        nested = [isinstance(result[key], Mapping) for result in results]
+        if any(nested) and not all(nested):
+            raise ValueError(f"summarize_seeds: {key!r} is a dict in some results and a number in others")
+        if isinstance(value, Mapping):
+            summary[key] = summarize_seeds([result[key] for result in results])
+        else:
+            values = np.asarray([result[key] for result in results], dtype=np.float64)
+            summary[key] = {"mean": float(values.mean()), "std": float(values.std())}
+    return summary

@@ -1,0 +1,19 @@
+"""Pure jax.numpy math of SpecRaGE: no Flax, no I/O."""
+
+from specrage_jax.ops.affinity import (
+    knn_gaussian_affinity,
+    median_neighbor_scale,
+    nearest_neighbors,
+    pairwise_sq_distances,
+    symmetrize,
+)
+from specrage_jax.ops.diagnostics import grassmann_distance_sq, laplacian_quadratic_forms, orthonormal_basis
+from specrage_jax.ops.laplacian import (
+    fused_weighted_affinity,
+    laplacian,
+    pairwise_spectral_loss,
+    rayleigh_trace,
+    weighted_affinity,
+    weighted_laplacian_loss,
+)
+from specrage_jax.ops.ortho import orthogonality_error, orthonormalizer

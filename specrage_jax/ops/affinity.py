@@ -1,0 +1,105 @@
+"""kNN Gaussian affinities of a batch (the paper's affinity equation).
+
+    W_ij = exp(-||x_i - x_j||^2 / (c * sigma^2))  if x_j is one of the l nearest neighbours of x_i,
+           0                                       otherwise,
+
+with c = 2 in the paper (c = 1 in the published code). Pure jax.numpy; jit-able with
+``n_neighbors`` and the option strings static.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+
+
+def pairwise_sq_distances(x: jax.Array) -> jax.Array:
+    """Squared Euclidean distances. x: (m, d) -> (m, m), non-negative, zero diagonal."""
+    chex.assert_rank(x, 2)
+    sq_norms = jnp.sum(x * x, axis=1)
+    d2 = sq_norms[:, None] + sq_norms[None, :] - 2.0 * (x @ x.T)
+    d2 = jnp.maximum(d2, 0.0)
+    return d2 * (1.0 - jnp.eye(x.shape[0], dtype=d2.dtype))
+
+
+def nearest_neighbors(d2: jax.Array, n_neighbors: int, *, include_self: bool = False) -> tuple[jax.Array, jax.Array]:
+    """The l nearest neighbours of every row by squared distance.
+
+    Args:
+      d2: (m, m) squared distances.
+      n_neighbors: l; with ``include_self`` the point itself is the first of the l.
+
+    Returns:
+      (sq_dists, indices), both (m, l), sorted nearest first.
+    """
+    m = d2.shape[0]
+    limit = m if include_self else m - 1
+    if not 1 <= n_neighbors <= limit:
+        raise ValueError(f"n_neighbors={n_neighbors} needs a batch of more than {n_neighbors} samples, got m={m}")
+    if not include_self:
+        d2 = d2 + jnp.diag(jnp.full((m,), jnp.inf, d2.dtype))
+    neg, idx = jax.lax.top_k(-d2, n_neighbors)  # lax.top_k: fast on XLA CPU, unlike a full sort
+    return -neg, idx
+
+
+def median_neighbor_scale(knn_sq_dists: jax.Array, scale_neighbor: int) -> jax.Array:
+    """sigma: median over rows of the distance to the ``scale_neighbor``-th neighbour (1-based).
+
+    Zero distances (exact duplicates) are ignored; if every one is zero, sigma = 1, which
+    is harmless: then all those neighbours have distance 0 and affinity 1 for any sigma.
+    knn_sq_dists: (m, l) -> () scalar.
+    """
+    chex.assert_rank(knn_sq_dists, 2)
+    dist = jnp.sqrt(knn_sq_dists[:, scale_neighbor - 1])
+    positive = jnp.where(dist > 0, dist, jnp.nan)
+    sigma = jnp.nanmedian(positive)
+    return jnp.where(jnp.isnan(sigma), 1.0, sigma)
+
+
+def symmetrize(w: jax.Array, how: str) -> jax.Array:
+    """(m, m) -> (m, m): 'mean' (W + W^T)/2, 'max' elementwise max, 'none' unchanged."""
+    if how == "mean":
+        return 0.5 * (w + w.T)
+    if how == "max":
+        return jnp.maximum(w, w.T)
+    if how == "none":
+        return w
+    raise ValueError(f"symmetrize must be 'mean', 'max' or 'none', got {how!r}")
+
+
+def knn_gaussian_affinity(
+    x: jax.Array,
+    n_neighbors: int,
+    scale: jax.Array | float | None = None,
+    *,
+    scale_neighbor: int | None = None,
+    bandwidth_factor: float = 2.0,
+    include_self: bool = False,
+    symmetrize_how: str = "mean",
+) -> jax.Array:
+    """The kNN Gaussian affinity of one view of a batch.
+
+    Args:
+      x: (m, d) inputs of one view (raw features or Siamese codes).
+      n_neighbors: l.
+      scale: sigma; None takes it from this batch (median distance to the
+        ``scale_neighbor``-th neighbour).
+      scale_neighbor: which neighbour sets a per-batch sigma; None means l.
+      bandwidth_factor: c in exp(-d^2 / (c sigma^2)).
+      include_self: count the point itself among its l neighbours.
+      symmetrize_how: 'mean', 'max' or 'none' (directed kNN graph).
+
+    Returns:
+      W: (m, m), non-negative, zero diagonal, symmetric unless 'none'.
+    """
+    chex.assert_rank(x, 2)
+    m = x.shape[0]
+    d2 = pairwise_sq_distances(x)
+    knn_d2, idx = nearest_neighbors(d2, n_neighbors, include_self=include_self)
+    if scale is None:
+        scale = median_neighbor_scale(knn_d2, scale_neighbor or n_neighbors)
+    values = jnp.exp(-knn_d2 / (bandwidth_factor * jnp.square(scale)))
+    w = jnp.zeros((m, m), x.dtype).at[jnp.arange(m)[:, None], idx].set(values.astype(x.dtype))
+    w = w * (1.0 - jnp.eye(m, dtype=w.dtype))  # self-loops do not change the Laplacian
+    return symmetrize(w, symmetrize_how)

@@ -1,0 +1,68 @@
+"""Graph Laplacians and the SpecRaGE spectral loss (Eqs. 1, 3 and 4 of the paper)."""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+
+
+def laplacian(w: jax.Array) -> jax.Array:
+    """Unnormalized Laplacian L = D - W. w: (m, m) -> (m, m)."""
+    chex.assert_rank(w, 2)
+    return jnp.diag(jnp.sum(w, axis=1)) - w
+
+
+def weighted_affinity(w: jax.Array, view_weights: jax.Array) -> jax.Array:
+    """W~_ij = W_ij alpha_i alpha_j for one view. w: (m, m), view_weights: (m,) -> (m, m)."""
+    chex.assert_rank([w, view_weights], [2, 1])
+    return w * view_weights[:, None] * view_weights[None, :]
+
+
+def fused_weighted_affinity(affinities: jax.Array, view_weights: jax.Array) -> jax.Array:
+    """sum_v W~^(v): affinities (V, m, m), view_weights (m, V) -> (m, m)."""
+    chex.assert_rank([affinities, view_weights], [3, 2])
+    chex.assert_equal(affinities.shape[0], view_weights.shape[1])
+    return jnp.einsum("vij,iv,jv->ij", affinities, view_weights, view_weights)
+
+
+def rayleigh_trace(y: jax.Array, w: jax.Array) -> jax.Array:
+    """tr(Y^T L Y) for L = D - W, via sum_i d_i |y_i|^2 - sum_ij W_ij y_i.y_j.
+
+    y: (m, k), w: (m, m) symmetric -> (). Costs one (m, m) x (m, k) product; no m x m x k tensor.
+    """
+    chex.assert_rank([y, w], [2, 2])
+    degrees = jnp.sum(w, axis=1)
+    return jnp.sum(degrees * jnp.sum(y * y, axis=1)) - jnp.sum(y * (w @ y))
+
+
+def weighted_laplacian_loss(y: jax.Array, affinities: jax.Array, view_weights: jax.Array | None = None) -> jax.Array:
+    """Eq. 4 through its Laplacian form (Eq. 3): 2/(m^2 V) sum_v tr(Y^T L~^(v) Y).
+
+    Args:
+      y: (m, k) orthogonalized fused output.
+      affinities: (V, m, m) symmetric per-view affinities W^(v).
+      view_weights: (m, V) per-sample view weights alpha; None gives Eq. 1/3 (all ones).
+
+    Returns:
+      The scalar loss.
+    """
+    chex.assert_rank([y, affinities], [2, 3])
+    n_views, m, _ = affinities.shape
+    if view_weights is None:
+        w = jnp.sum(affinities, axis=0)
+    else:
+        w = fused_weighted_affinity(affinities, view_weights)
+    return 2.0 * rayleigh_trace(y, w) / (m * m * n_views)
+
+
+def pairwise_spectral_loss(y: jax.Array, affinities: jax.Array, view_weights: jax.Array | None = None) -> jax.Array:
+    """Eq. 1 (or Eq. 4 with weights) literally: 1/(m^2 V) sum_v sum_ij W~_ij ||y_i - y_j||^2.
+
+    The reference form, for tests and diagnostics. y: (m, k), affinities: (V, m, m).
+    """
+    n_views, m, _ = affinities.shape
+    sq = jnp.sum((y[:, None, :] - y[None, :, :]) ** 2, axis=-1)
+    if view_weights is not None:
+        affinities = affinities * (view_weights.T[:, :, None] * view_weights.T[:, None, :])
+    return jnp.sum(affinities * sq[None]) / (m * m * n_views)

@@ -1,0 +1,32 @@
+"""The paper's plateau learning-rate policy, as a pure function of the validation loss."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+
+class PlateauState(NamedTuple):
+    """best: lowest monitored loss so far; bad_epochs: epochs since it improved."""
+
+    best: float = math.inf
+    bad_epochs: int = 0
+
+
+def plateau_update(
+    plateau: PlateauState, loss: float, learning_rate: float, *, factor: float, patience: int, rel_threshold: float = 1e-4
+) -> tuple[PlateauState, float]:
+    """One epoch of reduce-on-plateau: x ``factor`` after more than ``patience`` epochs without
+    a relative improvement of ``rel_threshold``. Returns (new plateau state, new learning rate)."""
+    threshold = plateau.best * (1.0 - rel_threshold) if math.isfinite(plateau.best) else math.inf
+    if loss < threshold:
+        return PlateauState(best=loss, bad_epochs=0), learning_rate
+    bad = plateau.bad_epochs + 1
+    if bad > patience:
+        return PlateauState(best=plateau.best, bad_epochs=0), learning_rate * factor
+    return PlateauState(best=plateau.best, bad_epochs=bad), learning_rate
+
+
+def should_stop(learning_rate: float, min_lr: float) -> bool:
+    """Training ends once the learning rate has decayed to ``min_lr`` (1e-8 in the paper)."""
+    return learning_rate <= min_lr * (1.0 + 1e-6)

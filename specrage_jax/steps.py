@@ -1,0 +1,164 @@
+"""The jitted training and inference steps.
+
+Training alternates two pure functions on different mini-batches (Algorithm 1 and the
+appendix's "Training with Orthogonalization Layer"):
+
+* ``ortho_step(state, batch) -> state``: forward the batch, QR of its fused output Y~, store
+  R^-1. Only R^-1 changes.
+* ``grad_step(state, batch) -> (state, metrics)``: Eq. 4 on another batch with R^-1 held
+  constant (``stop_gradient``, as in the original SpectralNet), Adam update of the parameters.
+  R^-1 never changes.
+
+Both are ``jax.jit``-compiled with the state donated; the NNX module is split once into
+(graphdef, params, ortho) and merged inside, which costs far less per call than ``nnx.jit``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, NamedTuple, Sequence
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx, struct
+
+from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.model import OrthoWeight, SpecRaGENet
+from specrage_jax.ops.affinity import knn_gaussian_affinity
+from specrage_jax.ops.laplacian import weighted_laplacian_loss
+from specrage_jax.ops.ortho import orthonormalizer
+
+
+class Batch(NamedTuple):
+    """One mini-batch: V arrays (m, d_v) for the networks, and the affinity inputs.
+
+    ``codes`` are what the kNN graph is built on (raw views, or Siamese codes); None means
+    the views themselves.
+    """
+
+    views: tuple[jax.Array, ...]
+    codes: tuple[jax.Array, ...] | None = None
+
+    @property
+    def affinity_inputs(self) -> tuple[jax.Array, ...]:
+        return self.views if self.codes is None else self.codes
+
+
+@struct.dataclass
+class SpecRaGEState:
+    """Everything that training changes, plus the static pieces the steps need.
+
+    Array fields: ``step`` (), ``params`` (nnx.Param state), ``ortho`` (the R^-1
+    ``OrthoWeight`` state), ``opt_state`` (Adam, learning rate injected), ``view_scales`` (V,)
+    global Gaussian scales sigma_v (unused when ``graph.scale_mode == 'batch'``).
+    """
+
+    step: jax.Array
+    params: nnx.State
+    ortho: nnx.State
+    opt_state: optax.OptState
+    view_scales: jax.Array
+    graphdef: nnx.GraphDef = struct.field(pytree_node=False)
+    tx: optax.GradientTransformation = struct.field(pytree_node=False)
+    graph: GraphConfig = struct.field(pytree_node=False)
+    ortho_config: OrthoConfig = struct.field(pytree_node=False)
+
+    @property
+    def r_inv(self) -> jax.Array:
+        """The stored R^-1, (k, k)."""
+        return self.ortho["r_inv"][...]
+
+    @property
+    def learning_rate(self) -> float:
+        return float(self.opt_state.hyperparams["learning_rate"])
+
+    def with_learning_rate(self, learning_rate: float) -> "SpecRaGEState":
+        hyper = dict(self.opt_state.hyperparams, learning_rate=jnp.asarray(learning_rate, jnp.float32))
+        return self.replace(opt_state=self.opt_state._replace(hyperparams=hyper))
+
+    def model(self) -> SpecRaGENet:
+        """The NNX module with this state's parameters and R^-1 (for inspection)."""
+        return nnx.merge(self.graphdef, self.params, self.ortho)
+
+
+def create_state(
+    view_dims: Sequence[int],
+    model_config: ModelConfig,
+    graph_config: GraphConfig,
+    ortho_config: OrthoConfig,
+    *,
+    learning_rate: float,
+    seed: int,
+    view_scales: Sequence[float] | None = None,
+) -> SpecRaGEState:
+    """A fresh training state: initialized networks, R^-1 = I, Adam at ``learning_rate``."""
+    model = SpecRaGENet(view_dims, model_config, rngs=nnx.Rngs(seed))
+    graphdef, params, ortho = nnx.split(model, nnx.Param, OrthoWeight)
+    tx = optax.inject_hyperparams(optax.adam)(learning_rate=learning_rate)
+    scales = jnp.full((len(view_dims),), jnp.nan, jnp.float32) if view_scales is None else jnp.asarray(view_scales, jnp.float32)
+    chex.assert_shape(scales, (len(view_dims),))
+    return SpecRaGEState(
+        step=jnp.zeros((), jnp.int32), params=params, ortho=ortho, opt_state=tx.init(params),
+        view_scales=scales, graphdef=graphdef, tx=tx, graph=graph_config, ortho_config=ortho_config,
+    )
+
+
+def batch_affinities(codes: Sequence[jax.Array], view_scales: jax.Array, graph: GraphConfig) -> jax.Array:
+    """W^(v) for every view of a batch: V arrays (m, c_v) -> (V, m, m)."""
+    per_batch = graph.scale_mode == "batch"
+    if graph.scale_mode not in ("batch", "global"):
+        raise ValueError(f"graph.scale_mode must be 'global' or 'batch', got {graph.scale_mode!r}")
+    return jnp.stack([
+        knn_gaussian_affinity(
+            x, graph.n_neighbors, None if per_batch else view_scales[v],
+            scale_neighbor=graph.sigma_neighbor, bandwidth_factor=graph.bandwidth_factor,
+            include_self=graph.include_self, symmetrize_how=graph.symmetrize,
+        )
+        for v, x in enumerate(codes)
+    ])
+
+
+def _fuse(state: SpecRaGEState, params: nnx.State, views: Sequence[jax.Array]) -> tuple[jax.Array, jax.Array]:
+    return nnx.merge(state.graphdef, params, state.ortho).fuse(views)
+
+
+def spectral_loss(state: SpecRaGEState, params: nnx.State, batch: Batch) -> tuple[jax.Array, jax.Array]:
+    """(Eq. 4 loss, alpha (m, V)) of a batch, with the stored R^-1 held constant."""
+    affinities = batch_affinities(batch.affinity_inputs, state.view_scales, state.graph)
+    y_tilde, alpha = _fuse(state, params, batch.views)
+    y = y_tilde @ jax.lax.stop_gradient(state.r_inv)
+    return weighted_laplacian_loss(y, affinities, alpha), alpha
+
+
+@partial(jax.jit, donate_argnums=0)
+def ortho_step(state: SpecRaGEState, batch: Batch) -> SpecRaGEState:
+    """Updates R^-1 from the QR of this batch's fused output; nothing else changes."""
+    y_tilde, _ = _fuse(state, state.params, batch.views)
+    cfg = state.ortho_config
+    r_inv = orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
+    ortho = jax.tree.map(lambda _: r_inv, state.ortho)
+    return state.replace(ortho=ortho)
+
+
+@partial(jax.jit, donate_argnums=0)
+def grad_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, dict[str, Any]]:
+    """One Adam step on Eq. 4 with R^-1 fixed. Returns the new state and scalar metrics."""
+    (loss, alpha), grads = jax.value_and_grad(partial(spectral_loss, state), has_aux=True)(state.params, batch)
+    updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    metrics = {"loss": loss, "grad_norm": optax.global_norm(grads), "view_weights": jnp.mean(alpha, axis=0)}
+    return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
+
+
+@jax.jit
+def eval_loss(state: SpecRaGEState, batch: Batch) -> jax.Array:
+    """Eq. 4 of a batch with the stored R^-1 (for validation); no update."""
+    return spectral_loss(state, state.params, batch)[0]
+
+
+@jax.jit
+def predict(state: SpecRaGEState, views: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
+    """(Y (m, k), alpha (m, V)) for a batch of samples, with the stored R^-1."""
+    return nnx.merge(state.graphdef, state.params, state.ortho)(views)

@@ -1,0 +1,192 @@
+"""The training loop: alternating ortho_step / grad_step on two independent batch streams,
+validation, the plateau schedule and a per-epoch progress bar."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from specrage_jax.config import GraphConfig, TrainConfig
+from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
+from specrage_jax.schedule import PlateauState, plateau_update, should_stop
+from specrage_jax.steps import Batch, SpecRaGEState, eval_loss, grad_step, ortho_step
+
+
+@dataclass(frozen=True)
+class EpochRecord:
+    epoch: int
+    train_loss: float
+    val_loss: float
+    learning_rate: float
+    seconds: float
+    view_weights: tuple[float, ...]
+
+
+@dataclass
+class History:
+    """Per-epoch records and why training stopped."""
+
+    epochs: list[EpochRecord] = field(default_factory=list)
+    stop_reason: str = ""
+    steps: int = 0
+    batch_size: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "stop_reason": self.stop_reason, "steps": self.steps, "batch_size": self.batch_size,
+            "epochs": [r.__dict__ for r in self.epochs],
+        }
+
+
+def effective_batch_size(n_train: int, batch_size: int, n_neighbors: int) -> int:
+    """m = min(batch_size, n_train): a dataset smaller than the batch still trains.
+
+    Raises ValueError if even the whole training set is too small for the kNN graph.
+    """
+    m = min(batch_size, n_train)
+    if m <= n_neighbors:
+        raise ValueError(
+            f"a batch of {m} samples cannot hold {n_neighbors} neighbours per point: "
+            f"lower graph.n_neighbors or provide more training samples"
+        )
+    return m
+
+
+def batch_indices(n: int, batch_size: int, n_batches: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_batches, batch_size) sample indices from consecutive random permutations of range(n).
+
+    Every sample is seen once per permutation; batches never repeat a sample unless
+    batch_size > n, which ``effective_batch_size`` rules out.
+    """
+    needed = n_batches * batch_size
+    perms = [rng.permutation(n) for _ in range(math.ceil(needed / n))]
+    return np.concatenate(perms)[:needed].reshape(n_batches, batch_size)
+
+
+def take_batch(views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, idx: np.ndarray) -> Batch:
+    return Batch(
+        views=tuple(jnp.asarray(v[idx]) for v in views),
+        codes=None if codes is None else tuple(jnp.asarray(c[idx]) for c in codes),
+    )
+
+
+def estimate_view_scales(
+    codes: Sequence[np.ndarray], graph: GraphConfig, batch_size: int, *, seed: int
+) -> np.ndarray:
+    """The paper's "Global; Median" scale per view, fixed before training: the median, over
+    ``graph.scale_sample_batches`` random batches of size m, of each point's in-batch distance
+    to its ``graph.sigma_neighbor``-th neighbour (zero distances of duplicates excluded).
+
+    Measuring it in batches of the training size m keeps sigma matched to the in-batch kNN
+    graphs it is used in. Returns (V,) float32.
+
+    Raises:
+      ValueError: naming the view whose sampled points all coincide with their neighbours.
+    """
+    rng = np.random.default_rng(seed)
+    n = codes[0].shape[0]
+    m = min(batch_size, n)
+    scales = []
+    for v, x in enumerate(codes):
+        dists = []
+        for _ in range(graph.scale_sample_batches):
+            idx = rng.choice(n, size=m, replace=False)
+            knn_d2, _ = nearest_neighbors(pairwise_sq_distances(jnp.asarray(x[idx])), graph.n_neighbors,
+                                          include_self=graph.include_self)
+            dists.append(np.sqrt(np.asarray(knn_d2[:, graph.sigma_neighbor - 1])))
+        pooled = np.concatenate(dists)
+        positive = pooled[pooled > 0]
+        if positive.size == 0:
+            raise ValueError(
+                f"view {v}: every sampled point coincides with its {graph.sigma_neighbor}-th neighbour "
+                f"(all distances 0), so no Gaussian scale can be set; the view carries no geometry"
+            )
+        scales.append(np.median(positive))
+    return np.asarray(scales, np.float32)
+
+
+def validation_loss(state: SpecRaGEState, views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None,
+                    batch_size: int) -> float:
+    """Mean Eq. 4 loss over fixed consecutive chunks of the validation set (same chunks every
+    epoch, so epochs compare). NaN when the set is too small for the kNN graph."""
+    n = views[0].shape[0]
+    m = min(batch_size, n)
+    if m <= state.graph.n_neighbors:
+        return math.nan
+    losses = [eval_loss(state, take_batch(views, codes, np.arange(s, s + m))) for s in range(0, n - m + 1, m)]
+    return float(jnp.mean(jnp.stack(losses)))
+
+
+def fit(
+    state: SpecRaGEState,
+    train_views: Sequence[np.ndarray],
+    val_views: Sequence[np.ndarray],
+    config: TrainConfig,
+    *,
+    seed: int,
+    train_codes: Sequence[np.ndarray] | None = None,
+    val_codes: Sequence[np.ndarray] | None = None,
+    on_epoch_end: Callable[[SpecRaGEState, EpochRecord], None] | None = None,
+) -> tuple[SpecRaGEState, History]:
+    """Trains ``state`` (Algorithm 1): per step, an ortho_step on one batch, then a grad_step on
+    an independently drawn batch; after each epoch the validation loss drives the plateau
+    schedule (the training loss does when the validation set is too small for the graph).
+
+    Raises:
+      FloatingPointError: if the loss becomes NaN or infinite (the epoch is named).
+    """
+    n = train_views[0].shape[0]
+    m = effective_batch_size(n, config.batch_size, state.graph.n_neighbors)
+    steps = config.steps_per_epoch or math.ceil(n / m)
+    grad_rng, ortho_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+    history = History(batch_size=m)
+    plateau = PlateauState()
+    lr = config.learning_rate
+    state = state.with_learning_rate(lr)
+    bar = tqdm(range(config.epochs), desc="train", unit="epoch", disable=not config.progress, leave=True)
+    for epoch in bar:
+        start = time.perf_counter()
+        grad_idx = batch_indices(n, m, steps, grad_rng)
+        ortho_idx = batch_indices(n, m, steps, ortho_rng)
+        losses, weights = [], []
+        for s in range(steps):
+            state = ortho_step(state, take_batch(train_views, train_codes, ortho_idx[s]))
+            state, metrics = grad_step(state, take_batch(train_views, train_codes, grad_idx[s]))
+            losses.append(metrics["loss"])
+            weights.append(metrics["view_weights"])
+        train_loss = float(jnp.mean(jnp.stack(losses)))
+        if not math.isfinite(train_loss):
+            raise FloatingPointError(
+                f"epoch {epoch}: training loss became {train_loss}; lower train.learning_rate "
+                f"or check the inputs for extreme values"
+            )
+        val_loss = validation_loss(state, val_views, val_codes, m)
+        monitored = val_loss if math.isfinite(val_loss) else train_loss
+        record = EpochRecord(
+            epoch=epoch, train_loss=train_loss, val_loss=val_loss, learning_rate=lr,
+            seconds=time.perf_counter() - start,
+            view_weights=tuple(float(w) for w in jnp.mean(jnp.stack(weights), axis=0)),
+        )
+        history.epochs.append(record)
+        history.steps += steps
+        bar.set_postfix(loss=f"{train_loss:.4g}", val=f"{val_loss:.4g}", lr=f"{lr:.1e}")
+        if on_epoch_end is not None:
+            on_epoch_end(state, record)
+        plateau, new_lr = plateau_update(plateau, monitored, lr, factor=config.lr_factor, patience=config.lr_patience)
+        if should_stop(new_lr, config.min_lr):
+            history.stop_reason = f"learning rate reached {config.min_lr:g} after epoch {epoch}"
+            break
+        if new_lr != lr:
+            lr = new_lr
+            state = state.with_learning_rate(lr)
+    else:
+        history.stop_reason = f"completed {config.epochs} epochs"
+    bar.close()
+    return state, history
