@@ -31,7 +31,7 @@ class ModelConfig:
     view_hidden: tuple[int, ...] = _f((1024, 1024, 512), "hidden widths of every per-view MLP")
     hidden_activation: str = _f("leaky_relu", "view-net hidden activation: relu|leaky_relu|tanh|gelu")
     leaky_relu_slope: float = _f(0.01, "negative slope of leaky_relu")
-    output_activation: str = _f("tanh", "view-net output activation: tanh|none")
+    output_activation: str = _f("none", "view-net output activation: none (paper) | tanh (published code)")
     weighting_hidden: tuple[int, ...] = _f((100, 100, 100), "hidden widths of the weighting MLP")
     weighting_activation: str = _f("relu", "weighting-net hidden activation")
     temperature: float = _f(90.0, "softmax temperature T of the view weights (larger: more uniform)")
@@ -74,6 +74,8 @@ class OrthoConfig:
     convention: str = _f("m_identity", "Y^T Y = m*I (m_identity, rows of unit scale) or = I (identity)")
     rank_tol: float = _f(1e-5, "ridge on R relative to ||Y||_F; keeps R^-1 finite for rank-deficient batches")
     refine: bool = _f(True, "a second QR pass (re-orthogonalization) for float32 accuracy")
+    grad_through_r_inv: bool = _f(
+        True, "grad_step differentiates R^-1(theta) on its ortho batch (PyTorch code); False: constant (TF)")
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,14 @@ class Batch(NamedTuple):
     """One mini-batch: V arrays (m, d_v) for the networks, and the affinity inputs.
 
     ``codes`` are what the kNN graph is built on (raw views, or Siamese codes); None means
-    the views themselves.
+    the views themselves. ``ortho_views`` is the batch the current R^-1 was fitted on; a
+    grad_step needs it only with ``OrthoConfig.grad_through_r_inv`` (the published PyTorch
+    code's semantics), to differentiate R^-1(theta) at the same value the state holds.
     """
 
     views: tuple[jax.Array, ...]
     codes: tuple[jax.Array, ...] | None = None
+    ortho_views: tuple[jax.Array, ...] | None = None
 
     @property
     def affinity_inputs(self) -> tuple[jax.Array, ...]:
@@ -124,20 +127,37 @@ def _fuse(state: SpecRaGEState, params: nnx.State, views: Sequence[jax.Array]) -
     return nnx.merge(state.graphdef, params, state.ortho).fuse(views)
 
 
-def spectral_loss(state: SpecRaGEState, params: nnx.State, batch: Batch) -> tuple[jax.Array, jax.Array]:
-    """(Eq. 4 loss, alpha (m, V)) of a batch, with the stored R^-1 held constant."""
+def _fit_r_inv(state: SpecRaGEState, params: nnx.State, views: Sequence[jax.Array]) -> jax.Array:
+    y_tilde, _ = _fuse(state, params, views)
+    cfg = state.ortho_config
+    return orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
+
+
+def _r_inv_for_loss(state: SpecRaGEState, params: nnx.State, batch: Batch) -> jax.Array:
+    """The stored R^-1, either as a constant (the TensorFlow SpectralNet) or, with
+    ``grad_through_r_inv``, recomputed from ``batch.ortho_views`` so that the gradient sees
+    how R^-1 depends on the parameters (the published PyTorch code). Its value is the same."""
+    if not state.ortho_config.grad_through_r_inv:
+        return jax.lax.stop_gradient(state.r_inv)
+    if batch.ortho_views is None:
+        raise ValueError("ortho.grad_through_r_inv needs the orthogonalization batch: pass Batch(ortho_views=...)")
+    return _fit_r_inv(state, params, batch.ortho_views)
+
+
+def spectral_loss(
+    state: SpecRaGEState, params: nnx.State, batch: Batch, r_inv: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """(Eq. 4 loss, alpha (m, V)) of a batch orthogonalized by ``r_inv`` (k, k)."""
     affinities = batch_affinities(batch.affinity_inputs, state.view_scales, state.graph)
     y_tilde, alpha = _fuse(state, params, batch.views)
-    y = y_tilde @ jax.lax.stop_gradient(state.r_inv)
+    y = y_tilde @ r_inv
     return weighted_laplacian_loss(y, affinities, alpha), alpha
 
 
 @partial(jax.jit, donate_argnums=0)
 def ortho_step(state: SpecRaGEState, batch: Batch) -> SpecRaGEState:
     """Updates R^-1 from the QR of this batch's fused output; nothing else changes."""
-    y_tilde, _ = _fuse(state, state.params, batch.views)
-    cfg = state.ortho_config
-    r_inv = orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
+    r_inv = _fit_r_inv(state, state.params, batch.views)
     ortho = jax.tree.map(lambda _: r_inv, state.ortho)
     return state.replace(ortho=ortho)
 
@@ -145,7 +165,10 @@ def ortho_step(state: SpecRaGEState, batch: Batch) -> SpecRaGEState:
 @partial(jax.jit, donate_argnums=0)
 def grad_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, dict[str, Any]]:
     """One Adam step on Eq. 4 with R^-1 fixed. Returns the new state and scalar metrics."""
-    (loss, alpha), grads = jax.value_and_grad(partial(spectral_loss, state), has_aux=True)(state.params, batch)
+    def loss_fn(params: nnx.State) -> tuple[jax.Array, jax.Array]:
+        return spectral_loss(state, params, batch, _r_inv_for_loss(state, params, batch))
+
+    (loss, alpha), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     metrics = {"loss": loss, "grad_norm": optax.global_norm(grads), "view_weights": jnp.mean(alpha, axis=0)}
@@ -155,7 +178,7 @@ def grad_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, dict[s
 @jax.jit
 def eval_loss(state: SpecRaGEState, batch: Batch) -> jax.Array:
     """Eq. 4 of a batch with the stored R^-1 (for validation); no update."""
-    return spectral_loss(state, state.params, batch)[0]
+    return spectral_loss(state, state.params, batch, state.r_inv)[0]
 
 
 @jax.jit

@@ -157,8 +157,12 @@ def fit(
         ortho_idx = batch_indices(n, m, steps, ortho_rng)
         losses, weights = [], []
         for s in range(steps):
-            state = ortho_step(state, take_batch(train_views, train_codes, ortho_idx[s]))
-            state, metrics = grad_step(state, take_batch(train_views, train_codes, grad_idx[s]))
+            ortho_batch = take_batch(train_views, train_codes, ortho_idx[s])
+            state = ortho_step(state, ortho_batch)
+            grad_batch = take_batch(train_views, train_codes, grad_idx[s])
+            if state.ortho_config.grad_through_r_inv:
+                grad_batch = grad_batch._replace(ortho_views=ortho_batch.views)
+            state, metrics = grad_step(state, grad_batch)
             losses.append(metrics["loss"])
             weights.append(metrics["view_weights"])
         train_loss = float(jnp.mean(jnp.stack(losses)))
