@@ -1,0 +1,24 @@
+"""specrage_jax: SpecRaGE (multi-view spectral representation learning) in JAX/Flax.
+
+The jitted steps are importable directly::
+
+    from specrage_jax import create_state, ortho_step, grad_step, Batch
+"""
+
+from specrage_jax.config import (
+    DataConfig,
+    EvalConfig,
+    ExperimentConfig,
+    GraphConfig,
+    ModelConfig,
+    OrthoConfig,
+    TrainConfig,
+    apply_overrides,
+    preset,
+)
+from specrage_jax.embed import embed
+from specrage_jax.model import OrthoWeight, SpecRaGENet
+from specrage_jax.steps import Batch, SpecRaGEState, create_state, eval_loss, grad_step, ortho_step, predict
+from specrage_jax.train import History, fit
+
+__version__ = "0.1.0"

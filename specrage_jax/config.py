@@ -99,7 +99,6 @@ class DataConfig:
     test_fraction: float = _f(0.2, "fraction of samples held out for testing")
     val_fraction: float = _f(0.1, "fraction of the training part used for validation")
     preprocess: str = _f("standard", "per-view feature scaling: standard | minmax | none")
-    n_samples: int = _f(0, "samples to generate for synthetic datasets; 0 means the dataset default")
 
 
 @dataclass(frozen=True)
@@ -138,11 +137,14 @@ def preset(dataset: str) -> ExperimentConfig:
             data=dataclasses.replace(base.data, preprocess="none"),
         )
     if dataset == "digits":
+        # View 2 follows the paper's InfiniteMNIST recipe, so T follows its InfiniteMNIST value
+        # (250000: near-uniform weights); at T = 90 the weighting net drifts and test ACC drops
+        # from 0.997 to 0.88 (BUILD_NOTES.md).
         return dataclasses.replace(
             base,
-            model=dataclasses.replace(base.model, temperature=90.0),
+            model=dataclasses.replace(base.model, temperature=250000.0),
             graph=dataclasses.replace(base.graph, n_neighbors=10),
-            train=dataclasses.replace(base.train, epochs=150, batch_size=512, lr_patience=10),
+            train=dataclasses.replace(base.train, epochs=60, batch_size=512, lr_patience=10),
             data=dataclasses.replace(base.data, preprocess="minmax"),
         )
     return base

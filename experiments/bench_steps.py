@@ -1,0 +1,463 @@
+"""Throughput of one SpecRaGE training iteration (ortho_step + grad_step) against the
+machine's float32 matmul rate, measured in one run.
+
+    cd /work/main && PYTHONPATH=. .venv/bin/python experiments/bench_steps.py \
+        --repeats 3 --iters 10 --profile --json bench_steps.json
+
+What it measures (all timings: block_until_ready on the outputs, after warmup, median over
+repeats; compilation is excluded from the rates and reported on its own):
+
+1. The float32 matmul rate through XLA: jitted (n, n) @ (n, n) for n = 1024 and 2048, at the
+   start and at the end of the run. The reference rate is the median over both sizes and both
+   passes (the machine is shared, so the fractions below are ratios within this one run);
+   ``frac_loc`` divides instead by a 2048^3 rate taken right before and after that configuration,
+   which tracks a competing process better.
+2. One training iteration as the loop runs it: ``state = ortho_step(state, Batch(views=o))``
+   then ``state, metrics = grad_step(state, Batch(views=g, ortho_views=o or None))`` with
+   distinct random batches o, g from a pool, for each case (two 784-d views; 240/216-d views)
+   and ``OrthoConfig(grad_through_r_inv=True/False)``.
+3. FLOPs per iteration, analytically (formula below) and from XLA's cost analysis of the
+   compiled ortho_step and grad_step (``jit(f).lower(...).compile().cost_analysis()['flops']``).
+4. With ``--profile``: the same-run cost of the pieces (forward, forward+backward, the
+   affinity and its parts, the loss, the QR layer, Adam, each dense layer's matmul shape), built
+   from the library's own functions.
+
+Analytic FLOP count of one iteration (batch m, views d_v, k outputs, V views):
+  dense layer (in -> out):   forward 2*m*in*out.  Backward for the parameter gradient
+                             4*m*in*out (dW = x^T g and dx = g W^T), except the first layer of
+                             every network, whose input gradient is never needed (views are
+                             not differentiated; XLA prunes it): 2*m*in*out there.
+  networks:                  every view net d_v -> 1024 -> 1024 -> 512 -> k and the weighting
+                             net sum(d_v) -> 100 -> 100 -> 100 -> V; fwd(m) and bwd(m) sum the
+                             above over all their layers.
+  affinity (grad batch):     the m x m x d_v distance matmul per view, 2*m*m*d_v
+                             (top_k, exp, scatter, symmetrize are O(m^2) or O(m l): ignored).
+  loss:                      tr(Y^T L Y) through W @ Y: forward 2*m*m*k; backward 2*m*m*k for
+                             dY and 2*m*m*k for dW (the outer product that reaches alpha):
+                             6*m*m*k in all.
+  QR, R^-1, Adam:            O(m k^2), O(k^3), O(#params): ignored.
+  ortho_step:                fwd(m) on the ortho batch.
+  grad_step, r_inv const:    fwd(m) + bwd(m) + affinity + loss on the grad batch.
+  grad_step, grad through:   the above, plus fwd(m) + bwd(m) on the ortho batch (R^-1 is
+                             recomputed from it and differentiated).
+XLA's 'flops' counts every dot as 2*M*N*K plus one flop per elementwise op; it does not see
+the FLOPs inside LAPACK custom calls (the QR), which are negligible here.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small LAPACK calls stall with 2 OpenBLAS threads
+
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+import optax
+
+from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.ops.affinity import (
+    knn_gaussian_affinity, median_neighbor_scale, nearest_neighbors, pairwise_sq_distances,
+)
+from specrage_jax.ops.laplacian import weighted_laplacian_loss
+from specrage_jax.ops.ortho import orthonormalizer
+from specrage_jax.steps import Batch, _fuse, batch_affinities, create_state, grad_step, ortho_step
+
+CASES = {"784": (784, 784), "240_216": (240, 216)}
+
+
+# --- timing helpers ---------------------------------------------------------------------------
+
+def _median_time(run_once: Callable[[], Any], *, repeats: int, warmup: int, inner: int) -> dict:
+    """Seconds per call of ``run_once`` (which must block): median/min over ``repeats`` groups of
+    ``inner`` calls, after ``warmup`` calls."""
+    for _ in range(warmup):
+        run_once()
+    per_call = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            run_once()
+        per_call.append((time.perf_counter() - t0) / inner)
+    return {"median_s": statistics.median(per_call), "min_s": min(per_call), "all_s": per_call}
+
+
+def _auto_inner(run_once: Callable[[], Any], target_s: float) -> int:
+    t0 = time.perf_counter()
+    run_once()
+    dt = time.perf_counter() - t0
+    return max(1, min(200, int(target_s / max(dt, 1e-6))))
+
+
+def time_fn(fn: Callable, args: tuple, *, repeats: int, warmup: int, target_s: float = 0.3) -> dict:
+    """Time a pure (non-donating) jitted ``fn(*args)``."""
+    def once():
+        jax.block_until_ready(fn(*args))
+    once()  # compile
+    inner = _auto_inner(once, target_s)
+    out = _median_time(once, repeats=repeats, warmup=warmup, inner=inner)
+    out["inner"] = inner
+    return out
+
+
+def xla_flops(jitted: Callable, *args) -> tuple[float, float]:
+    """(XLA cost-analysis flops, lower+compile seconds) of ``jitted`` at ``args``."""
+    t0 = time.perf_counter()
+    compiled = jitted.lower(*args).compile()
+    seconds = time.perf_counter() - t0
+    cost = compiled.cost_analysis()
+    if isinstance(cost, (list, tuple)):  # older JAX returned one dict per device
+        cost = cost[0] if cost else {}
+    return float((cost or {}).get("flops", float("nan"))), seconds
+
+
+# --- 1. matmul rate ---------------------------------------------------------------------------
+
+def matmul_rates(sizes: Sequence[int], *, repeats: int, warmup: int) -> dict:
+    matmul = jax.jit(lambda a, b: a @ b)
+    rates = {}
+    for n in sizes:
+        key = jax.random.PRNGKey(n)
+        a = jax.random.normal(key, (n, n), jnp.float32)
+        b = jax.random.normal(jax.random.fold_in(key, 1), (n, n), jnp.float32)
+        t = time_fn(matmul, (a, b), repeats=max(repeats, 5), warmup=warmup, target_s=0.3)
+        flops = 2.0 * n ** 3
+        rates[str(n)] = {"gflops": flops / t["median_s"] / 1e9, "best_gflops": flops / t["min_s"] / 1e9, **t}
+    return rates
+
+
+# --- 3. analytic FLOPs ------------------------------------------------------------------------
+
+def network_layers(view_dims: Sequence[int], cfg: ModelConfig, k: int) -> list[list[tuple[int, int]]]:
+    """(in, out) of every dense layer, one list per network (view nets, then the weighting net)."""
+    nets = []
+    for d in view_dims:
+        w = [d, *cfg.view_hidden, k]
+        nets.append(list(zip(w[:-1], w[1:])))
+    w = [sum(view_dims), *cfg.weighting_hidden, len(view_dims)]
+    nets.append(list(zip(w[:-1], w[1:])))
+    return nets
+
+
+def analytic_flops(view_dims: Sequence[int], cfg: ModelConfig, k: int, m: int) -> dict:
+    nets = network_layers(view_dims, cfg, k)
+    fwd = sum(2 * m * i * o for net in nets for (i, o) in net)
+    first = sum(2 * m * net[0][0] * net[0][1] for net in nets)
+    bwd = 2 * fwd - first
+    affinity = sum(2 * m * m * d for d in view_dims)
+    loss = 6 * m * m * k
+    ortho = fwd
+    grad_const = fwd + bwd + affinity + loss
+    grad_through = grad_const + fwd + bwd
+    return {
+        "forward": fwd, "backward": bwd, "backward_naive_2x": 2 * fwd, "affinity": affinity, "loss": loss,
+        "ortho_step": ortho, "grad_step": {"False": grad_const, "True": grad_through},
+        "iteration": {"False": ortho + grad_const, "True": ortho + grad_through},
+        "n_params": sum(i * o + o for net in nets for (i, o) in net),
+    }
+
+
+# --- 2. one training iteration ----------------------------------------------------------------
+
+def make_pool(view_dims: Sequence[int], m: int, n_batches: int, seed: int) -> list[tuple[jax.Array, ...]]:
+    rng = np.random.default_rng(seed)
+    return [tuple(jnp.asarray(rng.standard_normal((m, d), dtype=np.float32)) for d in view_dims)
+            for _ in range(n_batches)]
+
+
+def view_scales_from(batch: Sequence[jax.Array], graph: GraphConfig) -> list[float]:
+    """A realistic global sigma per view (median distance to the l-th neighbour in one batch)."""
+    out = []
+    for x in batch:
+        knn_d2, _ = nearest_neighbors(pairwise_sq_distances(x), graph.n_neighbors)
+        out.append(float(median_neighbor_scale(knn_d2, graph.sigma_neighbor)))
+    return out
+
+
+def bench_iteration(view_dims, pool, model_cfg, graph, through: bool, *, scales, iters, repeats, warmup, lr=1e-3):
+    ortho_cfg = OrthoConfig(grad_through_r_inv=through)
+    state = create_state(view_dims, model_cfg, graph, ortho_cfg, learning_rate=lr, seed=0, view_scales=scales)
+    n = len(pool)
+
+    def batches(i):
+        o, g = pool[(2 * i) % n], pool[(2 * i + 1) % n]
+        return Batch(views=o), Batch(views=g, ortho_views=o if through else None)
+
+    ob, gb = batches(0)
+    flops_o, compile_o = xla_flops(ortho_step, state, ob)
+    flops_g, compile_g = xla_flops(grad_step, state, gb)
+
+    counter = [0]
+    last = {}
+
+    def one_iteration():
+        nonlocal state
+        ob, gb = batches(counter[0])
+        counter[0] += 1
+        state = ortho_step(state, ob)
+        state, metrics = grad_step(state, gb)
+        last["metrics"] = metrics
+
+    t0 = time.perf_counter()
+    one_iteration()
+    jax.block_until_ready((state, last["metrics"]))
+    first_call = time.perf_counter() - t0
+
+    def group():  # `iters` iterations, blocking once at the end, as the training loop would
+        for _ in range(iters):
+            one_iteration()
+        jax.block_until_ready((state.params, state.ortho, last["metrics"]))
+
+    t = _median_time(group, repeats=repeats, warmup=warmup, inner=1)
+    t = {key: (v / iters if key != "all_s" else [x / iters for x in v]) for key, v in t.items()}
+
+    # ortho_step and grad_step alone (same state, same batches)
+    def o_only():
+        nonlocal state
+        state = ortho_step(state, ob)
+        jax.block_until_ready(state.ortho)
+
+    def g_only():
+        nonlocal state
+        state, metrics = grad_step(state, gb)
+        jax.block_until_ready(metrics)
+
+    t_o = _median_time(o_only, repeats=repeats, warmup=warmup, inner=max(1, iters))
+    t_g = _median_time(g_only, repeats=repeats, warmup=warmup, inner=max(1, iters))
+    loss = float(last["metrics"]["loss"])
+    return {
+        "seconds": t, "ortho_step_s": t_o["median_s"], "grad_step_s": t_g["median_s"],
+        "xla_flops": {"ortho_step": flops_o, "grad_step": flops_g, "iteration": flops_o + flops_g},
+        "compile_s": {"ortho_step": compile_o, "grad_step": compile_g}, "first_iteration_s": first_call,
+        "final_loss": loss, "loss_finite": bool(np.isfinite(loss)),
+    }, state
+
+
+# --- 4. profile of the pieces -----------------------------------------------------------------
+
+def profile_pieces(view_dims, pool, model_cfg, graph, state, *, repeats, warmup) -> dict:
+    """Seconds and GFLOP/s of the pieces of an iteration, each a small jitted function built
+    from the library's functions (pure; nothing donated)."""
+    m = pool[0][0].shape[0]
+    k = model_cfg.n_components
+    params = state.params
+    o, g = pool[0], pool[1]
+    scales = state.view_scales
+    fl = analytic_flops(view_dims, model_cfg, k, m)
+    rows: dict[str, dict] = {}
+
+    def add(name, fn, args, flops):
+        t = time_fn(jax.jit(fn), args, repeats=repeats, warmup=warmup)
+        rows[name] = {"median_s": t["median_s"], "min_s": t["min_s"], "flops": flops,
+                      "gflops": (flops / t["median_s"] / 1e9) if flops else None}
+
+    def forward(p, views):
+        return _fuse(state, p, views)[0]
+
+    def fwd_bwd(p, views):
+        return jax.value_and_grad(lambda q: jnp.sum(jnp.square(forward(q, views))))(p)
+
+    add("forward (1 batch)", forward, (params, g), fl["forward"])
+    add("forward x2 (2 calls)", lambda p, a, b: (forward(p, a), forward(p, b)), (params, o, g), 2 * fl["forward"])
+    add("forward x2 (concat 2m)",
+        lambda p, a, b: forward(p, tuple(jnp.concatenate([x, y]) for x, y in zip(a, b))),
+        (params, o, g), 2 * fl["forward"])
+    add("fwd+bwd nets (1 batch)", fwd_bwd, (params, g), fl["forward"] + fl["backward"])
+    add("fwd+bwd nets x2 (2 calls)", lambda p, a, b: (fwd_bwd(p, a), fwd_bwd(p, b)), (params, o, g),
+        2 * (fl["forward"] + fl["backward"]))
+    add("fwd+bwd nets x2 (concat 2m)",
+        lambda p, a, b: fwd_bwd(p, tuple(jnp.concatenate([x, y]) for x, y in zip(a, b))),
+        (params, o, g), 2 * (fl["forward"] + fl["backward"]))
+    add("affinity, all views", lambda views: batch_affinities(views, scales, graph), (g,), fl["affinity"])
+    x0 = g[0]
+    add("  pairwise_sq_distances (view 0)", pairwise_sq_distances, (x0,), 2 * m * m * x0.shape[1])
+    d2 = jax.jit(pairwise_sq_distances)(x0)
+    add("  top_k l (view 0)", lambda d: nearest_neighbors(d, graph.n_neighbors), (d2,), 0)
+    add("  knn_gaussian_affinity (view 0)",
+        lambda x: knn_gaussian_affinity(x, graph.n_neighbors, scales[0], bandwidth_factor=graph.bandwidth_factor,
+                                        include_self=graph.include_self, symmetrize_how=graph.symmetrize),
+        (x0,), 2 * m * m * x0.shape[1])
+    aff = jax.jit(lambda views: batch_affinities(views, scales, graph))(g)
+    y = jax.random.normal(jax.random.PRNGKey(0), (m, k), jnp.float32)
+    alpha = jax.nn.softmax(jax.random.normal(jax.random.PRNGKey(1), (m, len(view_dims))), axis=-1)
+    add("loss fwd+bwd (dY, dalpha)",
+        lambda yy, aa, ww: jax.value_and_grad(weighted_laplacian_loss, argnums=(0, 2))(yy, ww, aa),
+        (y, alpha, aff), fl["loss"])
+    add("orthonormalizer (QR x2)", lambda yy: orthonormalizer(yy), (y,), 0)
+    add("orthonormalizer fwd+bwd", jax.grad(lambda yy: jnp.sum(orthonormalizer(yy))), (y,), 0)
+    # The cores of grad_step without the affinity and Adam: loss + gradient of the networks with
+    # W precomputed, R^-1 constant or recomputed (QR) on the ortho batch and differentiated.
+    r_inv = state.r_inv
+
+    def core(p, views, ortho_views, w):
+        def loss_fn(q):
+            ri = r_inv if ortho_views is None else orthonormalizer(forward(q, ortho_views))
+            yt, al = _fuse(state, q, views)
+            return weighted_laplacian_loss(yt @ ri, w, al)
+        return jax.value_and_grad(loss_fn)(p)
+
+    add("grad core, R^-1 const (no affinity/Adam)", lambda p, v, w: core(p, v, None, w), (params, g, aff),
+        fl["grad_step"]["False"] - fl["affinity"])
+    add("grad core, grad through (no affinity/Adam)", core, (params, g, o, aff),
+        fl["grad_step"]["True"] - fl["affinity"])
+    # Adam as grad_step applies it (update + apply_updates), buffers donated as in grad_step
+    adam = jax.jit(lambda gr, p, s: (lambda u, s2: (optax.apply_updates(p, u), s2))(*state.tx.update(gr, s, p)),
+                   donate_argnums=(1, 2))
+    carry = [jax.tree.map(jnp.copy, params), jax.tree.map(jnp.copy, state.opt_state)]
+    grads = jax.tree.map(lambda x: 1e-3 * jnp.ones_like(x), params)
+
+    def adam_once():
+        carry[0], carry[1] = adam(grads, carry[0], carry[1])
+        jax.block_until_ready(carry[0])
+    adam_once()
+    t = _median_time(adam_once, repeats=repeats, warmup=warmup, inner=_auto_inner(adam_once, 0.3))
+    rows["Adam update+apply (donated)"] = {"median_s": t["median_s"], "min_s": t["min_s"], "flops": 0, "gflops": None}
+    # the achievable rate of each dense layer's matmul shape at this batch size
+    for (i, out) in sorted({l for net in network_layers(view_dims, model_cfg, k) for l in net}):
+        a = jax.random.normal(jax.random.PRNGKey(i), (m, i), jnp.float32)
+        w = jax.random.normal(jax.random.PRNGKey(out), (i, out), jnp.float32)
+        add(f"  matmul ({m}x{i})@({i}x{out})", lambda a, w: a @ w, (a, w), 2 * m * i * out)
+    return rows
+
+
+# --- machine info -----------------------------------------------------------------------------
+
+def machine_info() -> dict:
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = None
+    import jaxlib
+    return {
+        "cpu_model": cpu, "cpu_count": os.cpu_count(), "affinity_cores": len(os.sched_getaffinity(0)),
+        "jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "?"), "numpy": np.__version__,
+        "python": platform.python_version(), "platform": platform.platform(),
+        "devices": [str(d) for d in jax.devices()],
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "loadavg_start": load, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
+    }
+
+
+def local_rate(repeats: int, n: int = 2048) -> float:
+    """A quick (n, n) @ (n, n) rate, taken right before and after each measured configuration."""
+    return matmul_rates((n,), repeats=repeats, warmup=1)[str(n)]["gflops"]
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batch-size", type=int, default=1024)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    ap.add_argument("--modes", nargs="+", default=["True", "False"], choices=["True", "False"],
+                    help="OrthoConfig.grad_through_r_inv values")
+    ap.add_argument("--repeats", type=int, default=5, help="timed groups; the median is reported")
+    ap.add_argument("--iters", type=int, default=20, help="training iterations per timed group")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed groups before timing")
+    ap.add_argument("--pool", type=int, default=8, help="distinct random batches per case (cycled)")
+    ap.add_argument("--profile", action="store_true", help="also time the pieces of an iteration")
+    ap.add_argument("--target", type=float, default=0.75, help="target fraction of the matmul rate")
+    ap.add_argument("--json", type=str, default=None, help="write all results to this file")
+    args = ap.parse_args(argv)
+
+    info = machine_info()
+    print(f"# {info['cpu_model']}, {info['cpu_count']} cores, jax {info['jax']}, {info['date']}, "
+          f"load {info['loadavg_start']}", flush=True)
+    mm_start = matmul_rates((1024, 2048), repeats=args.repeats, warmup=2)
+    print("# matmul GFLOP/s (start): " + ", ".join(f"{n}^3 {r['gflops']:.1f}" for n, r in mm_start.items()), flush=True)
+
+    m, k = args.batch_size, args.k
+    model_cfg = ModelConfig(n_components=k)
+    graph = GraphConfig(n_neighbors=30, scale_mode="global")
+    results: dict[str, Any] = {"machine": info, "args": vars(args), "cases": {}, "profile": {}}
+    for case in args.cases:
+        dims = CASES[case]
+        pool = make_pool(dims, m, max(2, args.pool), seed=list(CASES).index(case))
+        scales = view_scales_from(pool[0], graph)
+        fl = analytic_flops(dims, model_cfg, k, m)
+        results["cases"][case] = {"view_dims": dims, "view_scales": scales, "analytic_flops": fl, "modes": {}}
+        state = None
+        for mode in args.modes:
+            through = mode == "True"
+            before = local_rate(args.repeats)
+            r, state = bench_iteration(dims, pool, model_cfg, graph, through, scales=scales, iters=args.iters,
+                                       repeats=args.repeats, warmup=args.warmup)
+            r["analytic_flops"] = fl["iteration"][mode]
+            r["local_matmul_gflops"] = {"before": before, "after": local_rate(args.repeats)}
+            results["cases"][case]["modes"][mode] = r
+            print(f"# {case} grad_through={mode}: {r['seconds']['median_s']*1e3:.1f} ms/iter "
+                  f"(ortho {r['ortho_step_s']*1e3:.1f}, grad {r['grad_step_s']*1e3:.1f}); compile "
+                  f"{r['compile_s']['ortho_step']:.1f}+{r['compile_s']['grad_step']:.1f} s; loss {r['final_loss']:.4g}",
+                  flush=True)
+        if args.profile:
+            results["profile"][case] = profile_pieces(dims, pool, model_cfg, graph, state,
+                                                      repeats=args.repeats, warmup=1)
+        del pool, state
+
+    mm_end = matmul_rates((1024, 2048), repeats=args.repeats, warmup=2)
+    print("# matmul GFLOP/s (end):   " + ", ".join(f"{n}^3 {r['gflops']:.1f}" for n, r in mm_end.items()), flush=True)
+    ref = statistics.median([r["gflops"] for r in (*mm_start.values(), *mm_end.values())])
+    results["matmul"] = {"start": mm_start, "end": mm_end, "reference_gflops": ref}
+    info["loadavg_end"] = os.getloadavg()
+
+    print(f"\nbatch {m}, k {k}; reference matmul rate {ref:.1f} GFLOP/s (median of 1024^3/2048^3, start+end)")
+    hdr = (f"{'case':<9} {'grad_through':<12} {'s/iter':>8} {'samples/s':>10} {'GF/iter':>8} {'XLA GF':>7} "
+           f"{'GFLOP/s':>8} {'frac':>6} {'frac_loc':>8}  {'compile s':>9}")
+    print(hdr)
+    print("-" * len(hdr))
+    table = []
+    for case, c in results["cases"].items():
+        for mode, r in c["modes"].items():
+            s = r["seconds"]["median_s"]
+            gf = r["analytic_flops"] / 1e9
+            rate = gf / s
+            row = {"case": case, "grad_through_r_inv": mode == "True", "seconds_per_iter": s,
+                   "samples_per_s": m / s, "analytic_gflop_per_iter": gf,
+                   "xla_gflop_per_iter": r["xla_flops"]["iteration"] / 1e9, "achieved_gflops": rate,
+                   "fraction_of_matmul": rate / ref,
+                   "local_matmul_gflops": statistics.mean(r["local_matmul_gflops"].values()),
+                   "fraction_of_local_matmul": rate / statistics.mean(r["local_matmul_gflops"].values()),
+                   "compile_s": r["compile_s"]["ortho_step"] + r["compile_s"]["grad_step"]}
+            table.append(row)
+            print(f"{case:<9} {mode:<12} {s:>8.3f} {m / s:>10.0f} {gf:>8.2f} {row['xla_gflop_per_iter']:>7.2f} "
+                  f"{rate:>8.1f} {rate / ref:>6.2f} {row['fraction_of_local_matmul']:>8.2f}  {row['compile_s']:>9.1f}")
+    results["table"] = table
+    for row in table:
+        if row["case"] == "784":
+            status = "meets" if row["fraction_of_matmul"] >= args.target else "BELOW"
+            print(f"target >= {args.target:.2f} of matmul rate, 784 grad_through={row['grad_through_r_inv']}: "
+                  f"{row['fraction_of_matmul']:.2f} ({status})")
+
+    for case, rows in results["profile"].items():
+        print(f"\nprofile {case} (batch {m}):  {'ms':>8} {'GFLOP/s':>8} {'frac':>6}")
+        for name, p in rows.items():
+            g = p["gflops"]
+            print(f"  {name:<42} {p['median_s']*1e3:>8.2f} "
+                  f"{(f'{g:8.1f}' if g else '       -')} {(f'{g / ref:6.2f}' if g else '     -')}")
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1, default=str)
+        print(f"\nwrote {args.json}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""One complete run: load, split, preprocess (fitted on train), train, embed, evaluate, write.
+
+The CLI is a thin shell around :func:`run_experiment`; notebooks and experiment scripts call
+the pieces directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from specrage_jax.config import ExperimentConfig, config_to_dict
+from specrage_jax.data import MultiViewData, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
+from specrage_jax.embed import embed
+from specrage_jax.evaluate import kmeans_metrics, svm_metrics
+from specrage_jax.ops.ortho import orthogonality_error
+from specrage_jax.steps import SpecRaGEState, create_state
+from specrage_jax.train import History, estimate_view_scales, fit
+
+
+@dataclass(frozen=True)
+class PreparedSplits:
+    """Preprocessed views (scalers fitted on the training split only) and labels per split."""
+
+    train: tuple[np.ndarray, ...]
+    val: tuple[np.ndarray, ...]
+    test: tuple[np.ndarray, ...]
+    train_labels: np.ndarray
+    val_labels: np.ndarray
+    test_labels: np.ndarray
+
+
+def prepare_splits(data: MultiViewData, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
+    """The paper's stratified 80/20 then 90/10 split, and per-view scaling fitted on train."""
+    idx = split_indices(data.labels, seed=seed, test_fraction=config.data.test_fraction,
+                        val_fraction=config.data.val_fraction)
+    train, val, test = data.subset(idx.train), data.subset(idx.val), data.subset(idx.test)
+    scalers = fit_view_scalers(train.views, config.data.preprocess)
+    return PreparedSplits(
+        train=apply_view_scalers(scalers, train.views), val=apply_view_scalers(scalers, val.views),
+        test=apply_view_scalers(scalers, test.views),
+        train_labels=train.labels, val_labels=val.labels, test_labels=test.labels,
+    )
+
+
+def with_n_components(config: ExperimentConfig, n_classes: int) -> ExperimentConfig:
+    """Fills model.n_components = number of classes when it is 0 (the paper's choice of k)."""
+    if config.model.n_components:
+        return config
+    return dataclasses.replace(config, model=dataclasses.replace(config.model, n_components=n_classes))
+
+
+def train_on_splits(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[SpecRaGEState, History]:
+    """Global Gaussian scales from the training split, a fresh state, and :func:`fit`."""
+    view_dims = [v.shape[1] for v in splits.train]
+    scales = None
+    if config.graph.scale_mode == "global":
+        scales = estimate_view_scales(splits.train, config.graph, config.train.batch_size, seed=seed)
+    state = create_state(view_dims, config.model, config.graph, config.ortho,
+                         learning_rate=config.train.learning_rate, seed=seed, view_scales=scales)
+    return fit(state, splits.train, splits.val, config.train, seed=seed)
+
+
+def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """Test metrics (k-means on the test embedding; SVM trained on train, scored on test),
+    plus the test embedding (n_test, k) and view weights (n_test, V)."""
+    batch = config.eval.embed_batch_size
+    y_train, _ = embed(state, splits.train, batch_size=batch)
+    y_test, alpha_test = embed(state, splits.test, batch_size=batch)
+    n_clusters = int(max(splits.train_labels.max(), splits.test_labels.max()) + 1)
+    metrics = {
+        "kmeans": kmeans_metrics(y_test, splits.test_labels, n_clusters=n_clusters, seed=seed,
+                                 n_init=config.eval.kmeans_n_init),
+        "svm": svm_metrics(y_train, splits.train_labels, y_test, splits.test_labels, seed=seed),
+        "orthogonality_error": float(orthogonality_error(y_test, config.ortho.convention)),
+        "mean_view_weights": [float(w) for w in alpha_test.mean(axis=0)],
+    }
+    return metrics, y_test, alpha_test
+
+
+def environment_info() -> dict[str, str]:
+    return {"python": platform.python_version(), "jax": jax.__version__, "backend": jax.default_backend(),
+            "devices": str(jax.devices()), "machine": platform.machine()}
+
+
+def run_experiment(
+    dataset: str, config: ExperimentConfig, *, seed: int, out_dir: str | Path | None = None,
+    data_dir: str | None = None, figure: bool = True,
+) -> dict[str, Any]:
+    """Trains and evaluates on ``dataset``; with ``out_dir`` writes metrics.json and embedding.png.
+
+    Returns the metrics dictionary (metrics are fractions in [0, 1]).
+    """
+    start = time.perf_counter()
+    data = load_dataset(dataset, seed=seed, data_dir=data_dir)
+    config = with_n_components(config, data.n_classes)
+    splits = prepare_splits(data, config, seed=seed)
+    train_start = time.perf_counter()
+    state, history = train_on_splits(splits, config, seed=seed)
+    train_seconds = time.perf_counter() - train_start
+    eval_start = time.perf_counter()
+    test_metrics, y_test, alpha_test = evaluate_state(state, splits, config, seed=seed)
+    result: dict[str, Any] = {
+        "dataset": dataset, "seed": seed,
+        "n_samples": {"train": len(splits.train_labels), "val": len(splits.val_labels), "test": len(splits.test_labels)},
+        "view_dims": list(data.view_dims),
+        "test": test_metrics,
+        "timing": {"train_seconds": train_seconds, "eval_seconds": time.perf_counter() - eval_start,
+                   "total_seconds": time.perf_counter() - start},
+        "training": history.as_dict(),
+        "config": config_to_dict(config),
+        "environment": environment_info(),
+    }
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "metrics.json").write_text(json.dumps(result, indent=2))
+        if figure:
+            from specrage_jax.plots import plot_embedding
+
+            plot_embedding(y_test, splits.test_labels, alpha_test, out / "embedding.png",
+                           title=dataset, view_names=data.view_names)
+    return result
