@@ -309,6 +309,32 @@ def profile_pieces(view_dims, pool, model_cfg, graph, state, *, repeats, warmup)
         fl["grad_step"]["False"] - fl["affinity"])
     add("grad core, grad through (no affinity/Adam)", core, (params, g, o, aff),
         fl["grad_step"]["True"] - fl["affinity"])
+
+    # Suggestion demos (not library code): the same values computed differently.
+    def core_concat(p, views, ortho_views, w):  # one 2m-row pass through the nets for both batches
+        def loss_fn(q):
+            both = tuple(jnp.concatenate([a, b]) for a, b in zip(ortho_views, views))
+            yt, al = _fuse(state, q, both)
+            ri = orthonormalizer(yt[:m])
+            return weighted_laplacian_loss(yt[m:] @ ri, w, al[m:])
+        return jax.value_and_grad(loss_fn)(p)
+
+    add("  demo: grad through, batches concatenated", core_concat, (params, g, o, aff),
+        fl["grad_step"]["True"] - fl["affinity"])
+
+    def loss_per_view(yy, ww, aa):  # Eq. 4 without the (V, m, m) einsum: W~v = diag(a_v) W_v diag(a_v)
+        n_views = ww.shape[0]
+        total = 0.0
+        for v in range(n_views):
+            ys = yy * aa[:, v:v + 1]
+            degrees = aa[:, v] * (ww[v] @ aa[:, v])
+            total = total + jnp.sum(degrees * jnp.sum(yy * yy, axis=1)) - jnp.sum(ys * (ww[v] @ ys))
+        return 2.0 * total / (m * m * n_views)
+
+    add("  demo: loss fwd+bwd, per-view form", lambda yy, aa, ww: jax.value_and_grad(loss_per_view, argnums=(0, 2))(yy, ww, aa),
+        (y, alpha, aff), fl["loss"])
+    rows["  demo: loss fwd+bwd, per-view form"]["max_abs_diff_vs_library"] = float(jnp.abs(
+        jax.jit(loss_per_view)(y, aff, alpha) - jax.jit(weighted_laplacian_loss)(y, aff, alpha)))
     # Adam as grad_step applies it (update + apply_updates), buffers donated as in grad_step
     adam = jax.jit(lambda gr, p, s: (lambda u, s2: (optax.apply_updates(p, u), s2))(*state.tx.update(gr, s, p)),
                    donate_argnums=(1, 2))
@@ -414,12 +440,16 @@ def main(argv: Sequence[str] | None = None) -> dict:
     mm_end = matmul_rates((1024, 2048), repeats=args.repeats, warmup=2)
     print("# matmul GFLOP/s (end):   " + ", ".join(f"{n}^3 {r['gflops']:.1f}" for n, r in mm_end.items()), flush=True)
     ref = statistics.median([r["gflops"] for r in (*mm_start.values(), *mm_end.values())])
-    results["matmul"] = {"start": mm_start, "end": mm_end, "reference_gflops": ref}
+    best_ref = max(r["best_gflops"] for r in (*mm_start.values(), *mm_end.values()))
+    results["matmul"] = {"start": mm_start, "end": mm_end, "reference_gflops": ref, "best_gflops": best_ref}
     info["loadavg_end"] = os.getloadavg()
 
-    print(f"\nbatch {m}, k {k}; reference matmul rate {ref:.1f} GFLOP/s (median of 1024^3/2048^3, start+end)")
+    print(f"\nbatch {m}, k {k}; reference matmul rate {ref:.1f} GFLOP/s (median of 1024^3/2048^3, start+end), "
+          f"best {best_ref:.1f}")
+    print("frac: median s/iter vs the reference; frac_loc: vs 2048^3 right before/after; "
+          "best: fastest repeat vs the best matmul repeat (least disturbed by other processes)")
     hdr = (f"{'case':<9} {'grad_through':<12} {'s/iter':>8} {'samples/s':>10} {'GF/iter':>8} {'XLA GF':>7} "
-           f"{'GFLOP/s':>8} {'frac':>6} {'frac_loc':>8}  {'compile s':>9}")
+           f"{'GFLOP/s':>8} {'frac':>6} {'frac_loc':>8} {'best s':>7} {'best frac':>9}  {'compile s':>9}")
     print(hdr)
     print("-" * len(hdr))
     table = []
@@ -432,12 +462,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
                    "samples_per_s": m / s, "analytic_gflop_per_iter": gf,
                    "xla_gflop_per_iter": r["xla_flops"]["iteration"] / 1e9, "achieved_gflops": rate,
                    "fraction_of_matmul": rate / ref,
+                   "best_seconds_per_iter": r["seconds"]["min_s"],
+                   "best_fraction_of_best_matmul": gf / r["seconds"]["min_s"] / best_ref,
                    "local_matmul_gflops": statistics.mean(r["local_matmul_gflops"].values()),
                    "fraction_of_local_matmul": rate / statistics.mean(r["local_matmul_gflops"].values()),
                    "compile_s": r["compile_s"]["ortho_step"] + r["compile_s"]["grad_step"]}
             table.append(row)
             print(f"{case:<9} {mode:<12} {s:>8.3f} {m / s:>10.0f} {gf:>8.2f} {row['xla_gflop_per_iter']:>7.2f} "
-                  f"{rate:>8.1f} {rate / ref:>6.2f} {row['fraction_of_local_matmul']:>8.2f}  {row['compile_s']:>9.1f}")
+                  f"{rate:>8.1f} {rate / ref:>6.2f} {row['fraction_of_local_matmul']:>8.2f} "
+                  f"{row['best_seconds_per_iter']:>7.3f} {row['best_fraction_of_best_matmul']:>9.2f}  {row['compile_s']:>9.1f}")
     results["table"] = table
     for row in table:
         if row["case"] == "784":

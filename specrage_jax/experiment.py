@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import platform
 import time
 from dataclasses import dataclass
@@ -86,6 +87,13 @@ def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: Experim
     return metrics, y_test, alpha_test
 
 
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    """Writes JSON through a temporary file and a rename, so a crash never leaves a torn file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2))
+    os.replace(tmp, path)
+
+
 def environment_info() -> dict[str, str]:
     return {"python": platform.python_version(), "jax": jax.__version__, "backend": jax.default_backend(),
             "devices": str(jax.devices()), "machine": platform.machine()}
@@ -122,7 +130,7 @@ def run_experiment(
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "metrics.json").write_text(json.dumps(result, indent=2))
+        write_json_atomic(out / "metrics.json", result)
         if figure:
             from specrage_jax.plots import plot_embedding
 

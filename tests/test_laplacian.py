@@ -42,8 +42,8 @@ def problem() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     y = rng.standard_normal((M, K)).astype(np.float32)
     affinities = np.stack([
-        np.asarray(knn_gaussian_affinity(jnp.asarray(rng.standard_normal((M, d)), jnp.float32), 5, None))
-        for d in (3, 6, 2)
+        np.asarray(knn_gaussian_affinity(jnp.asarray(rng.standard_normal((M, 4)), jnp.float32), 5, None))
+        for _ in range(V)
     ])
     logits = rng.standard_normal((M, V))
     alpha = (np.exp(logits) / np.exp(logits).sum(1, keepdims=True)).astype(np.float32)

@@ -167,26 +167,32 @@ def gradient_difference(a, b) -> float:
                                                                                    jax.tree.leaves(b)))
 
 
-def test_gradient_modes(sgd_states, views_a, views_b):
-    constant_state = ortho_step(copy(sgd_states[False]), Batch(views_a))
-    through_state = ortho_step(copy(sgd_states[True]), Batch(views_a))
-    np.testing.assert_array_equal(np.asarray(constant_state.r_inv), np.asarray(through_state.r_inv))
-    r_inv = np.asarray(constant_state.r_inv)
-    params = snapshot(constant_state.params)  # grad_step donates constant_state
+def test_gradient_modes(sgd_states, fitted_state, views_a, views_b):
+    # R^-1 fitted on views_a by an ortho_step of the Adam state (same seed, so the same params).
+    assert_trees_equal(sgd_states[False].params, fitted_state.params)
+    constant_state = copy(sgd_states[False]).replace(ortho=copy(fitted_state.ortho))
+    through_state = copy(sgd_states[True]).replace(ortho=copy(fitted_state.ortho))
+    r_inv = np.asarray(fitted_state.r_inv)
+    params = snapshot(fitted_state.params)
 
-    # grad_through_r_inv=False: R^-1 is a constant.
-    constant_loss, want_constant = jax.jit(jax.value_and_grad(
-        lambda p: reference_loss(constant_state, p, views_b, lambda _: jnp.asarray(r_inv))))(params)
-    got_constant, got_constant_loss = step_gradient(constant_state, Batch(views_b))
-    assert got_constant_loss == pytest.approx(float(constant_loss), rel=1e-5)
-    assert_gradients_close(got_constant, want_constant)
-
-    # grad_through_r_inv=True: R^-1(theta) refitted on its ortho batch, same value, another gradient.
     def fitted_r_inv(p):
         y_tilde, _ = nnx.merge(through_state.graphdef, p, through_state.ortho).fuse(views_a)
         return orthonormalizer(y_tilde, convention="m_identity")
 
-    want_through = jax.jit(jax.grad(lambda p: reference_loss(through_state, p, views_b, fitted_r_inv)))(params)
+    @jax.jit
+    def references(p):
+        # grad_through_r_inv=False: R^-1 a constant; True: R^-1(theta) refitted on its ortho batch.
+        constant = jax.value_and_grad(lambda q: reference_loss(constant_state, q, views_b, lambda _: r_inv))(p)
+        through = jax.grad(lambda q: reference_loss(through_state, q, views_b, fitted_r_inv))(p)
+        return constant, through
+
+    (constant_loss, want_constant), want_through = references(params)
+    np.testing.assert_allclose(np.asarray(fitted_r_inv(params)), r_inv, rtol=1e-5, atol=1e-5)
+
+    got_constant, got_constant_loss = step_gradient(constant_state, Batch(views_b))
+    assert got_constant_loss == pytest.approx(float(constant_loss), rel=1e-5)
+    assert_gradients_close(got_constant, want_constant)
+
     got_through, got_through_loss = step_gradient(through_state, Batch(views_b, ortho_views=views_a))
     assert got_through_loss == pytest.approx(got_constant_loss, rel=1e-5)
     assert_gradients_close(got_through, want_through)
