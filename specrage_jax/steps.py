@@ -55,7 +55,8 @@ class SpecRaGEState:
 
     Array fields: ``step`` (), ``params`` (nnx.Param state), ``ortho`` (the R^-1
     ``OrthoWeight`` state), ``opt_state`` (Adam, learning rate injected), ``view_scales`` (V,)
-    global Gaussian scales sigma_v (unused when ``graph.scale_mode == 'batch'``).
+    global Gaussian scales sigma_v (unused when ``graph.scale_mode == 'batch'``). The static
+    fields (graphdef and the frozen configs) compare by value, so equal setups share compiles.
     """
 
     step: jax.Array
@@ -64,7 +65,6 @@ class SpecRaGEState:
     opt_state: optax.OptState
     view_scales: jax.Array
     graphdef: nnx.GraphDef = struct.field(pytree_node=False)
-    tx: optax.GradientTransformation = struct.field(pytree_node=False)
     graph: GraphConfig = struct.field(pytree_node=False)
     ortho_config: OrthoConfig = struct.field(pytree_node=False)
 
@@ -86,6 +86,14 @@ class SpecRaGEState:
         return nnx.merge(self.graphdef, self.params, self.ortho)
 
 
+def adam_optimizer() -> optax.GradientTransformation:
+    """Adam with the learning rate held in its state (``inject_hyperparams``), so the plateau
+    schedule changes it between steps without recompiling. Built afresh where needed: it is a
+    pair of pure functions, and keeping it out of the state's static fields lets states with
+    equal configurations share compiled steps."""
+    return optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)
+
+
 def create_state(
     view_dims: Sequence[int],
     model_config: ModelConfig,
@@ -97,15 +105,20 @@ def create_state(
     view_scales: Sequence[float] | None = None,
 ) -> SpecRaGEState:
     """A fresh training state: initialized networks, R^-1 = I, Adam at ``learning_rate``."""
+    if graph_config.scale_mode == "global" and view_scales is None:
+        raise ValueError("graph.scale_mode='global' needs view_scales (see train.estimate_view_scales), "
+                         "or use graph.scale_mode='batch'")
+    if view_scales is not None and not all(float(s) > 0 for s in view_scales):
+        raise ValueError(f"view_scales must be positive, got {list(map(float, view_scales))}")
     model = SpecRaGENet(view_dims, model_config, rngs=nnx.Rngs(seed))
     graphdef, params, ortho = nnx.split(model, nnx.Param, OrthoWeight)
-    tx = optax.inject_hyperparams(optax.adam)(learning_rate=learning_rate)
-    scales = jnp.full((len(view_dims),), jnp.nan, jnp.float32) if view_scales is None else jnp.asarray(view_scales, jnp.float32)
+    scales = jnp.ones((len(view_dims),), jnp.float32) if view_scales is None else jnp.asarray(view_scales, jnp.float32)
     chex.assert_shape(scales, (len(view_dims),))
-    return SpecRaGEState(
-        step=jnp.zeros((), jnp.int32), params=params, ortho=ortho, opt_state=tx.init(params),
-        view_scales=scales, graphdef=graphdef, tx=tx, graph=graph_config, ortho_config=ortho_config,
+    state = SpecRaGEState(
+        step=jnp.zeros((), jnp.int32), params=params, ortho=ortho, opt_state=adam_optimizer().init(params),
+        view_scales=scales, graphdef=graphdef, graph=graph_config, ortho_config=ortho_config,
     )
+    return state.with_learning_rate(learning_rate)
 
 
 def batch_affinities(codes: Sequence[jax.Array], view_scales: jax.Array, graph: GraphConfig) -> jax.Array:
@@ -162,14 +175,20 @@ def ortho_step(state: SpecRaGEState, batch: Batch) -> SpecRaGEState:
     return state.replace(ortho=ortho)
 
 
-@partial(jax.jit, donate_argnums=0)
-def grad_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, dict[str, Any]]:
-    """One Adam step on Eq. 4 with R^-1 fixed. Returns the new state and scalar metrics."""
+def loss_and_grads(state: SpecRaGEState, batch: Batch) -> tuple[tuple[jax.Array, jax.Array], nnx.State]:
+    """((Eq. 4 loss, alpha (m, V)), d loss / d params) as grad_step uses them (jit-able, pure)."""
+
     def loss_fn(params: nnx.State) -> tuple[jax.Array, jax.Array]:
         return spectral_loss(state, params, batch, _r_inv_for_loss(state, params, batch))
 
-    (loss, alpha), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-    updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
+    return jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+
+
+@partial(jax.jit, donate_argnums=0)
+def grad_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, dict[str, Any]]:
+    """One Adam step on Eq. 4 with R^-1 fixed. Returns the new state and scalar metrics."""
+    (loss, alpha), grads = loss_and_grads(state, batch)
+    updates, opt_state = adam_optimizer().update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     metrics = {"loss": loss, "grad_norm": optax.global_norm(grads), "view_weights": jnp.mean(alpha, axis=0)}
     return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics

@@ -132,8 +132,6 @@ def test_fused_weighted_affinity_sums_the_views(problem):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.xfail(strict=True, reason="rayleigh_trace assumes a symmetric W (uses out-degrees only), but the "
-                                       "library also builds directed graphs (graph.symmetrize='none')")
 def test_eq1_equals_eq3_for_directed_knn_graph(problem):
     y, _, _ = problem
     x = jnp.asarray(np.random.default_rng(2).standard_normal((M, 3)), jnp.float32)

@@ -15,8 +15,13 @@ import jax.numpy as jnp
 
 
 def pairwise_sq_distances(x: jax.Array) -> jax.Array:
-    """Squared Euclidean distances. x: (m, d) -> (m, m), non-negative, zero diagonal."""
+    """Squared Euclidean distances. x: (m, d) -> (m, m), non-negative, zero diagonal.
+
+    The batch is centred first: distances do not change, and the float32 cancellation in
+    |x|^2 + |y|^2 - 2 x.y stays small for features far from the origin.
+    """
     chex.assert_rank(x, 2)
+    x = x - jnp.mean(x, axis=0, keepdims=True)
     sq_norms = jnp.sum(x * x, axis=1)
     d2 = sq_norms[:, None] + sq_norms[None, :] - 2.0 * (x @ x.T)
     d2 = jnp.maximum(d2, 0.0)

@@ -27,12 +27,14 @@ def fused_weighted_affinity(affinities: jax.Array, view_weights: jax.Array) -> j
 
 
 def rayleigh_trace(y: jax.Array, w: jax.Array) -> jax.Array:
-    """tr(Y^T L Y) for L = D - W, via sum_i d_i |y_i|^2 - sum_ij W_ij y_i.y_j.
+    """tr(Y^T L Y) for L = D - W of the symmetric part (W + W^T)/2, via
+    sum_i d_i |y_i|^2 - sum_ij W_ij y_i.y_j, so that 2 tr(Y^T L Y) = sum_ij W_ij ||y_i - y_j||^2
+    holds for a directed kNN graph too.
 
-    y: (m, k), w: (m, m) symmetric -> (). Costs one (m, m) x (m, k) product; no m x m x k tensor.
+    y: (m, k), w: (m, m) -> (). Costs one (m, m) x (m, k) product; no m x m x k tensor.
     """
     chex.assert_rank([y, w], [2, 2])
-    degrees = jnp.sum(w, axis=1)
+    degrees = 0.5 * (jnp.sum(w, axis=1) + jnp.sum(w, axis=0))
     return jnp.sum(degrees * jnp.sum(y * y, axis=1)) - jnp.sum(y * (w @ y))
 
 

@@ -21,10 +21,15 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
 
+def _ridge(y: jax.Array, rank_tol: float) -> jax.Array:
+    """eps = rank_tol * ||y||_F, with the norm floored at float eps so an all-zero y stays finite."""
+    return rank_tol * jnp.maximum(jnp.linalg.norm(y), jnp.finfo(y.dtype).eps)
+
+
 def _triangular_factor(y: jax.Array, rank_tol: float) -> jax.Array:
-    """Upper-triangular R (k, k), diag(R) > 0, with R^T R = y^T y + (rank_tol ||y||_F)^2 I."""
+    """Upper-triangular R (k, k), diag(R) > 0, with R^T R = y^T y + eps^2 I (see ``_ridge``)."""
     m, k = y.shape
-    eps = rank_tol * jnp.linalg.norm(y) + jnp.finfo(y.dtype).tiny
+    eps = _ridge(y, rank_tol)
     augmented = jnp.concatenate([y, eps * jnp.eye(k, dtype=y.dtype)], axis=0)
     r = jnp.linalg.qr(augmented, mode="r")
     signs = jnp.where(jnp.diag(r) < 0, -1.0, 1.0).astype(r.dtype)
@@ -36,12 +41,13 @@ def _inverse_upper(r: jax.Array) -> jax.Array:
 
 
 def is_well_conditioned(r: jax.Array, y_tilde: jax.Array, rank_tol: float) -> jax.Array:
-    """Whether min diag(R) > sqrt(rank_tol) ||Y~||_F, i.e. cond(Y~) below about 1/sqrt(rank_tol).
+    """Whether min diag(R) > 10 eps, i.e. every direction of Y~ stands well above the ridge
+    (cond(Y~) up to about 1/(10 rank_tol)); since |R_ii| >= sigma_min this is conservative.
 
     Only then is a second pass safe: on a (nearly) rank-deficient batch it would amplify the
     rounding noise in the missing directions by 1/eps a second time.
     """
-    return jnp.min(jnp.abs(jnp.diag(r))) > jnp.sqrt(rank_tol) * jnp.linalg.norm(y_tilde)
+    return jnp.min(jnp.abs(jnp.diag(r))) > 10.0 * _ridge(y_tilde, rank_tol)
 
 
 def orthonormalizer(
