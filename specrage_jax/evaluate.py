@@ -18,16 +18,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
+from specrage_jax.validation import check_label_shape
+
 SVM_MAX_ITER = 20_000
-
-
-def _check_labels(labels: np.ndarray, n_samples: int, *, what: str) -> np.ndarray:
-    labels = np.asarray(labels)
-    if labels.ndim != 1:
-        raise ValueError(f"{what} must be 1-D (n_samples,), got shape {labels.shape}")
-    if labels.shape[0] != n_samples:
-        raise ValueError(f"{what}: {labels.shape[0]} labels for {n_samples} samples")
-    return labels
 
 
 def _check_embedding(embedding: np.ndarray, labels: np.ndarray, *, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -42,7 +35,7 @@ def _check_embedding(embedding: np.ndarray, labels: np.ndarray, *, what: str) ->
         raise ValueError(f"{what} holds NaN in {n_nan} entries; the model diverged or its input had NaN")
     if not np.all(np.isfinite(embedding)):
         raise ValueError(f"{what} holds infinite values; the model diverged")
-    labels = _check_labels(labels, embedding.shape[0], what=f"labels for {what}")
+    labels = check_label_shape(labels, embedding.shape[0], what=f"labels for {what}")
     return embedding, labels
 
 
@@ -55,7 +48,7 @@ def clustering_accuracy(labels_true: np.ndarray, labels_pred: np.ndarray) -> flo
     labels_true = np.asarray(labels_true)
     if labels_true.ndim != 1 or labels_true.shape[0] == 0:
         raise ValueError(f"labels_true must be a non-empty 1-D array, got shape {labels_true.shape}")
-    labels_pred = _check_labels(labels_pred, labels_true.shape[0], what="labels_pred")
+    labels_pred = check_label_shape(labels_pred, labels_true.shape[0], what="labels_pred")
     classes, class_index = np.unique(labels_true, return_inverse=True)
     clusters, cluster_index = np.unique(labels_pred, return_inverse=True)
     contingency = np.zeros((classes.size, clusters.size), dtype=np.int64)

@@ -58,3 +58,13 @@ def check_view_dims(views: Sequence[np.ndarray], expected_dims: Sequence[int], *
     for v, (view, dim) in enumerate(zip(views, expected_dims)):
         if view.shape[1] != dim:
             raise ValueError(f"{what}: view {v} has {view.shape[1]} features, the model was built for {dim}")
+
+
+def check_label_shape(labels: np.ndarray, n_samples: int, *, what: str) -> np.ndarray:
+    """Returns ``labels`` as an array after checking it is 1-D with one label per sample."""
+    array = np.asarray(labels)
+    if array.ndim != 1:
+        raise ValueError(f"{what}: labels must be 1-D (n_samples,), got shape {array.shape}")
+    if array.shape[0] != n_samples:
+        raise ValueError(f"{what}: {array.shape[0]} labels for {n_samples} samples")
+    return array

@@ -7,16 +7,12 @@ from typing import Sequence
 
 import numpy as np
 
-from specrage_jax.validation import as_view_arrays
+from specrage_jax.validation import as_view_arrays, check_label_shape
 
 
 def _as_class_labels(labels: np.ndarray, n_samples: int, *, what: str) -> np.ndarray:
     """Checks labels of shape (n,) hold integers in 0..K-1; returns them as int64."""
-    array = np.asarray(labels)
-    if array.ndim != 1:
-        raise ValueError(f"{what}: labels must be 1-D (n_samples,), got shape {array.shape}")
-    if array.shape[0] != n_samples:
-        raise ValueError(f"{what}: {array.shape[0]} labels for {n_samples} samples in the views")
+    array = check_label_shape(labels, n_samples, what=what)
     if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
         raise ValueError(f"{what}: labels must be integers 0..K-1, got dtype {array.dtype}")
     if np.issubdtype(array.dtype, np.floating) and not (
