@@ -15,5 +15,6 @@ from specrage_jax.ops.laplacian import (
     rayleigh_trace,
     weighted_affinity,
     weighted_laplacian_loss,
+    weighted_rayleigh_trace,
 )
 from specrage_jax.ops.ortho import orthogonality_error, orthonormalizer

@@ -26,16 +26,27 @@ def fused_weighted_affinity(affinities: jax.Array, view_weights: jax.Array) -> j
     return jnp.einsum("vij,iv,jv->ij", affinities, view_weights, view_weights)
 
 
-def rayleigh_trace(y: jax.Array, w: jax.Array) -> jax.Array:
-    """tr(Y^T L Y) for L = D - W of the symmetric part (W + W^T)/2, via
-    sum_i d_i |y_i|^2 - sum_ij W_ij y_i.y_j, so that 2 tr(Y^T L Y) = sum_ij W_ij ||y_i - y_j||^2
-    holds for a directed kNN graph too.
+def weighted_rayleigh_trace(y: jax.Array, w: jax.Array, view_weights: jax.Array) -> jax.Array:
+    """tr(Y^T L~ Y) for the weighted affinity W~ = W o alpha alpha^T, without forming W~.
 
-    y: (m, k), w: (m, m) -> (). Costs one (m, m) x (m, k) product; no m x m x k tensor.
+    Uses sum_i d~_i |y_i|^2 - sum_ij W~_ij y_i.y_j with the degrees of the symmetric part
+    (W~ + W~^T)/2, so 2 tr(Y^T L~ Y) = sum_ij W~_ij ||y_i - y_j||^2 holds for a directed kNN
+    graph too. One (m, m) x (m, k + 1) product and one (m, m) x (m,) product; no m x m x k tensor.
+
+    y: (m, k), w: (m, m), view_weights: (m,) -> ().
     """
-    chex.assert_rank([y, w], [2, 2])
-    degrees = 0.5 * (jnp.sum(w, axis=1) + jnp.sum(w, axis=0))
-    return jnp.sum(degrees * jnp.sum(y * y, axis=1)) - jnp.sum(y * (w @ y))
+    chex.assert_rank([y, w, view_weights], [2, 2, 1])
+    k = y.shape[1]
+    weighted_y = view_weights[:, None] * y
+    products = w @ jnp.concatenate([weighted_y, view_weights[:, None]], axis=1)  # (m, k + 1)
+    cross = jnp.sum(weighted_y * products[:, :k])
+    degrees = 0.5 * view_weights * (products[:, k] + w.T @ view_weights)
+    return jnp.sum(degrees * jnp.sum(y * y, axis=1)) - cross
+
+
+def rayleigh_trace(y: jax.Array, w: jax.Array) -> jax.Array:
+    """tr(Y^T L Y) for L = D - W of the symmetric part of w. y: (m, k), w: (m, m) -> ()."""
+    return weighted_rayleigh_trace(y, w, jnp.ones((w.shape[0],), y.dtype))
 
 
 def weighted_laplacian_loss(y: jax.Array, affinities: jax.Array, view_weights: jax.Array | None = None) -> jax.Array:
@@ -43,7 +54,7 @@ def weighted_laplacian_loss(y: jax.Array, affinities: jax.Array, view_weights: j
 
     Args:
       y: (m, k) orthogonalized fused output.
-      affinities: (V, m, m) symmetric per-view affinities W^(v).
+      affinities: (V, m, m) per-view affinities W^(v).
       view_weights: (m, V) per-sample view weights alpha; None gives Eq. 1/3 (all ones).
 
     Returns:
@@ -52,10 +63,11 @@ def weighted_laplacian_loss(y: jax.Array, affinities: jax.Array, view_weights: j
     chex.assert_rank([y, affinities], [2, 3])
     n_views, m, _ = affinities.shape
     if view_weights is None:
-        w = jnp.sum(affinities, axis=0)
-    else:
-        w = fused_weighted_affinity(affinities, view_weights)
-    return 2.0 * rayleigh_trace(y, w) / (m * m * n_views)
+        view_weights = jnp.ones((m, n_views), y.dtype)
+    chex.assert_shape(view_weights, (m, n_views))
+    # View by view: a fused sum_v W~^(v) would need an (m, m, V) contraction that XLA CPU runs slowly.
+    total = sum(weighted_rayleigh_trace(y, affinities[v], view_weights[:, v]) for v in range(n_views))
+    return 2.0 * total / (m * m * n_views)
 
 
 def pairwise_spectral_loss(y: jax.Array, affinities: jax.Array, view_weights: jax.Array | None = None) -> jax.Array:
