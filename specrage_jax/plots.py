@@ -15,11 +15,21 @@ def principal_projection(y: np.ndarray, n_dims: int = 2) -> np.ndarray:
     return centered @ vt[:n_dims].T
 
 
+def two_d_projection(y: np.ndarray, *, seed: int = 0, max_tsne: int = 5000) -> tuple[np.ndarray, str]:
+    """A 2-D view of y (n, k): t-SNE (as the paper's figures) up to ``max_tsne`` samples, PCA above."""
+    if y.shape[0] <= max_tsne and y.shape[0] > 5:
+        from sklearn.manifold import TSNE
+
+        perplexity = float(min(30.0, (y.shape[0] - 1) / 3.0))
+        return TSNE(n_components=2, perplexity=perplexity, random_state=seed, init="pca").fit_transform(y), "t-SNE"
+    return principal_projection(y), "PCA"
+
+
 def plot_embedding(
     y: np.ndarray, labels: np.ndarray, view_weights: np.ndarray, path: str | Path, *,
     title: str, view_names: Sequence[str] | None = None,
 ) -> Path:
-    """Writes a PNG: left, the PCA projection of y (n, k) coloured by true class; right, the
+    """Writes a PNG: left, a 2-D projection of y (n, k) coloured by true class; right, the
     distribution of each view's weight alpha (n, V) over the samples."""
     import matplotlib
 
@@ -29,9 +39,9 @@ def plot_embedding(
     path = Path(path)
     names = list(view_names) if view_names else [f"view {v}" for v in range(view_weights.shape[1])]
     fig, (ax_emb, ax_w) = plt.subplots(1, 2, figsize=(11, 4.6))
-    xy = principal_projection(y)
+    xy, method = two_d_projection(y)
     scatter = ax_emb.scatter(xy[:, 0], xy[:, 1], c=labels, cmap="tab10", s=8, alpha=0.8)
-    ax_emb.set(title=f"{title}: test embedding (PCA of k={y.shape[1]})", xlabel="PC 1", ylabel="PC 2")
+    ax_emb.set(title=f"{title}: test embedding ({method} of k={y.shape[1]})", xlabel=f"{method} 1", ylabel=f"{method} 2")
     ax_emb.legend(*scatter.legend_elements(), title="class", fontsize=7, loc="best", markerscale=0.8)
     bins = np.linspace(0.0, 1.0, 41)
     for v, name in enumerate(names):
