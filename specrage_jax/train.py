@@ -17,6 +17,7 @@ from specrage_jax.config import GraphConfig, TrainConfig
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
 from specrage_jax.schedule import PlateauState, plateau_update, should_stop
 from specrage_jax.steps import Batch, SpecRaGEState, eval_loss, grad_step, ortho_step
+from specrage_jax.validation import as_view_arrays, check_view_dims
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,19 @@ def validation_loss(state: SpecRaGEState, views: Sequence[np.ndarray], codes: Se
     return float(jnp.mean(jnp.stack(losses)))
 
 
+def check_training_inputs(
+    state: SpecRaGEState, train_views: Sequence[np.ndarray], val_views: Sequence[np.ndarray]
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """Validated float32 copies of the training and validation views, matching the model."""
+    view_dims = state.model().view_dims
+    checked = []
+    for what, views in (("train_views", train_views), ("val_views", val_views)):
+        arrays = as_view_arrays(views, what=what)
+        check_view_dims(arrays, view_dims, what=what)
+        checked.append(arrays)
+    return checked[0], checked[1]
+
+
 def fit(
     state: SpecRaGEState,
     train_views: Sequence[np.ndarray],
@@ -140,8 +154,14 @@ def fit(
     schedule (the training loss does when the validation set is too small for the graph).
 
     Raises:
+      ValueError: naming the view, for non-finite, mis-shaped or mismatched inputs.
       FloatingPointError: if the loss becomes NaN or infinite (the epoch is named).
     """
+    train_views, val_views = check_training_inputs(state, train_views, val_views)
+    if train_codes is not None:
+        train_codes = as_view_arrays(train_codes, what="train_codes")
+    if val_codes is not None:
+        val_codes = as_view_arrays(val_codes, what="val_codes")
     n = train_views[0].shape[0]
     m = effective_batch_size(n, config.batch_size, state.graph.n_neighbors)
     steps = config.steps_per_epoch or math.ceil(n / m)
