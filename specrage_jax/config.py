@@ -18,6 +18,19 @@ def _f(default: Any, help: str) -> Any:
     return field(default=default, metadata={"help": help})
 
 
+def _check_choice(section: str, name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{section}.{name} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def _check_positive(section: str, name: str, value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{section}.{name} must be > 0; got {value!r}")
+
+
+ACTIVATIONS = ("relu", "leaky_relu", "tanh", "gelu", "none")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """The networks: per-view MLPs, the weighting (fusion) MLP and its softmax temperature.
@@ -35,6 +48,13 @@ class ModelConfig:
     weighting_hidden: tuple[int, ...] = _f((100, 100, 100), "hidden widths of the weighting MLP")
     weighting_activation: str = _f("relu", "weighting-net hidden activation")
     temperature: float = _f(90.0, "softmax temperature T of the view weights (larger: more uniform)")
+
+    def __post_init__(self) -> None:
+        for name in ("hidden_activation", "output_activation", "weighting_activation"):
+            _check_choice("model", name, getattr(self, name), ACTIVATIONS)
+        _check_positive("model", "temperature", self.temperature)
+        if self.n_components < 0 or any(w < 1 for w in (*self.view_hidden, *self.weighting_hidden)):
+            raise ValueError("model.n_components must be >= 0 and every hidden width >= 1")
 
     @classmethod
     def paper(cls, **changes: Any) -> "ModelConfig":
@@ -60,7 +80,15 @@ class GraphConfig:
     scale_sample_batches: int = _f(8, "batches sampled to compute the global scale")
     bandwidth_factor: float = _f(2.0, "kernel exp(-d^2/(factor*sigma^2)): 2 as the paper, 1 as the code")
     include_self: bool = _f(False, "count the point itself among its l neighbours (the published code)")
-    symmetrize: str = _f("mean", "mean: (W+W^T)/2 | max: union of kNN graphs")
+    symmetrize: str = _f("mean", "mean: (W+W^T)/2 | max: union of kNN graphs | none: directed")
+
+    def __post_init__(self) -> None:
+        _check_choice("graph", "scale_mode", self.scale_mode, ("global", "batch"))
+        _check_choice("graph", "symmetrize", self.symmetrize, ("mean", "max", "none"))
+        _check_positive("graph", "bandwidth_factor", self.bandwidth_factor)
+        if self.n_neighbors < 1 or not 0 <= self.scale_neighbor <= self.n_neighbors:
+            raise ValueError(f"graph.n_neighbors must be >= 1 and 0 <= graph.scale_neighbor <= n_neighbors; "
+                             f"got {self.n_neighbors}, {self.scale_neighbor}")
 
     @property
     def sigma_neighbor(self) -> int:
@@ -77,6 +105,10 @@ class OrthoConfig:
     grad_through_r_inv: bool = _f(
         True, "grad_step differentiates R^-1(theta) on its ortho batch (PyTorch code); False: constant (TF)")
 
+    def __post_init__(self) -> None:
+        _check_choice("ortho", "convention", self.convention, ("m_identity", "identity"))
+        _check_positive("ortho", "rank_tol", self.rank_tol)
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -91,6 +123,12 @@ class TrainConfig:
     min_lr: float = _f(1e-8, "training stops once the learning rate falls below this")
     progress: bool = _f(True, "show a per-epoch progress bar")
 
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "learning_rate", "lr_factor", "min_lr"):
+            _check_positive("train", name, getattr(self, name))
+        if self.epochs < 1 or self.steps_per_epoch < 0 or self.lr_patience < 0:
+            raise ValueError("train.epochs must be >= 1, train.steps_per_epoch and train.lr_patience >= 0")
+
 
 @dataclass(frozen=True)
 class DataConfig:
@@ -99,6 +137,9 @@ class DataConfig:
     test_fraction: float = _f(0.2, "fraction of samples held out for testing")
     val_fraction: float = _f(0.1, "fraction of the training part used for validation")
     preprocess: str = _f("standard", "per-view feature scaling: standard | minmax | none")
+
+    def __post_init__(self) -> None:
+        _check_choice("data", "preprocess", self.preprocess, ("standard", "minmax", "none"))
 
 
 @dataclass(frozen=True)
