@@ -131,6 +131,34 @@ class TrainConfig:
 
 
 @dataclass(frozen=True)
+class SiameseConfig:
+    """Per-view Siamese nets whose codes replace the raw inputs in the batch affinities."""
+
+    enabled: bool = _f(False, "learn the affinities with a Siamese net per view")
+    hidden: tuple[int, ...] = _f((1024, 1024, 512), "hidden widths of each Siamese MLP")
+    out_dim: int = _f(10, "dimension of the Siamese codes")
+    relu_output: bool = _f(True, "ReLU on the output layer too (the published code)")
+    n_positive: int = _f(5, "positives per point: its nearest neighbours (3 for BDGP/Handwritten in the code)")
+    margin: float = _f(1.0, "contrastive-loss margin")
+    epochs: int = _f(20, "training epochs over the pairs")
+    batch_size: int = _f(512, "pairs per step")
+    learning_rate: float = _f(1e-3, "Adam learning rate")
+    pair_block: int = _f(8192, "neighbours are exact within random blocks of this many rows")
+
+
+@dataclass(frozen=True)
+class AutoencoderConfig:
+    """Optional per-view autoencoder pre-embedding (its codes replace the raw views)."""
+
+    enabled: bool = _f(False, "embed each view with an autoencoder first (the paper: BDGP, InfiniteMNIST)")
+    hidden: tuple[int, ...] = _f((512, 512, 2048), "encoder widths; the decoder mirrors them")
+    embedding_dim: int = _f(10, "code dimension")
+    epochs: int = _f(100, "training epochs")
+    batch_size: int = _f(256, "samples per step")
+    learning_rate: float = _f(1e-3, "Adam learning rate")
+
+
+@dataclass(frozen=True)
 class DataConfig:
     """Splits and preprocessing (fitted on the training split only)."""
 
@@ -158,6 +186,8 @@ class ExperimentConfig:
     graph: GraphConfig = field(default_factory=GraphConfig)
     ortho: OrthoConfig = field(default_factory=OrthoConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    siamese: SiameseConfig = field(default_factory=SiameseConfig)
+    autoencoder: AutoencoderConfig = field(default_factory=AutoencoderConfig)
     data: DataConfig = field(default_factory=DataConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 

@@ -23,6 +23,8 @@ from specrage_jax.data import MultiViewData, apply_view_scalers, fit_view_scaler
 from specrage_jax.embed import embed
 from specrage_jax.evaluate import kmeans_metrics, svm_metrics
 from specrage_jax.ops.ortho import orthogonality_error
+from specrage_jax.autoencoder import train_autoencoder
+from specrage_jax.siamese import train_siamese
 from specrage_jax.steps import SpecRaGEState, create_state
 from specrage_jax.train import History, estimate_view_scales, fit
 
@@ -52,6 +54,47 @@ def prepare_splits(data: MultiViewData, config: ExperimentConfig, *, seed: int) 
     )
 
 
+@dataclass(frozen=True)
+class SplitCodes:
+    """Affinity inputs per split (Siamese codes), V arrays (n_split, c_v) each."""
+
+    train: tuple[np.ndarray, ...]
+    val: tuple[np.ndarray, ...]
+    test: tuple[np.ndarray, ...]
+
+
+def autoencode_splits(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
+    """Each view replaced by the codes of an autoencoder trained on its training rows."""
+    encoders = [train_autoencoder(x, config.autoencoder, seed=seed + v, progress=config.train.progress, name=f"view {v}")
+                for v, x in enumerate(splits.train)]
+    encode = lambda views: tuple(enc.encode(x) for enc, x in zip(encoders, views))  # noqa: E731
+    return dataclasses.replace(splits, train=encode(splits.train), val=encode(splits.val), test=encode(splits.test))
+
+
+def siamese_codes(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> SplitCodes:
+    """Per-view Siamese nets trained on the training rows; their codes for every split."""
+    encoders = [train_siamese(x, config.siamese, seed=seed + v, progress=config.train.progress, name=f"view {v}")
+                for v, x in enumerate(splits.train)]
+    encode = lambda views: tuple(enc.encode(x) for enc, x in zip(encoders, views))  # noqa: E731
+    return SplitCodes(train=encode(splits.train), val=encode(splits.val), test=encode(splits.test))
+
+
+def pretrain(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[PreparedSplits, SplitCodes | None, dict[str, float]]:
+    """The optional pre-training stages, in the paper's order: autoencoder, then Siamese nets.
+    Returns the (possibly autoencoded) splits, the Siamese codes (None when disabled) and timings."""
+    timings: dict[str, float] = {}
+    if config.autoencoder.enabled:
+        start = time.perf_counter()
+        splits = autoencode_splits(splits, config, seed=seed)
+        timings["autoencoder_seconds"] = time.perf_counter() - start
+    codes = None
+    if config.siamese.enabled:
+        start = time.perf_counter()
+        codes = siamese_codes(splits, config, seed=seed)
+        timings["siamese_seconds"] = time.perf_counter() - start
+    return splits, codes, timings
+
+
 def with_n_components(config: ExperimentConfig, n_classes: int) -> ExperimentConfig:
     """Fills model.n_components = number of classes when it is 0 (the paper's choice of k)."""
     if config.model.n_components:
@@ -59,15 +102,19 @@ def with_n_components(config: ExperimentConfig, n_classes: int) -> ExperimentCon
     return dataclasses.replace(config, model=dataclasses.replace(config.model, n_components=n_classes))
 
 
-def train_on_splits(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[SpecRaGEState, History]:
-    """Global Gaussian scales from the training split, a fresh state, and :func:`fit`."""
+def train_on_splits(
+    splits: PreparedSplits, config: ExperimentConfig, *, seed: int, codes: SplitCodes | None = None
+) -> tuple[SpecRaGEState, History]:
+    """Global Gaussian scales from the training split's affinity inputs, a fresh state, :func:`fit`."""
     view_dims = [v.shape[1] for v in splits.train]
+    train_codes = None if codes is None else codes.train
     scales = None
     if config.graph.scale_mode == "global":
-        scales = estimate_view_scales(splits.train, config.graph, config.train.batch_size, seed=seed)
+        scales = estimate_view_scales(train_codes or splits.train, config.graph, config.train.batch_size, seed=seed)
     state = create_state(view_dims, config.model, config.graph, config.ortho,
                          learning_rate=config.train.learning_rate, seed=seed, view_scales=scales)
-    return fit(state, splits.train, splits.val, config.train, seed=seed)
+    return fit(state, splits.train, splits.val, config.train, seed=seed, train_codes=train_codes,
+               val_codes=None if codes is None else codes.val)
 
 
 def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
@@ -112,7 +159,10 @@ def run_experiment(
     config = with_n_components(config, data.n_classes)
     splits = prepare_splits(data, config, seed=seed)
     train_start = time.perf_counter()
-    state, history = train_on_splits(splits, config, seed=seed)
+    splits, codes, stage_seconds = pretrain(splits, config, seed=seed)
+    fit_start = time.perf_counter()
+    state, history = train_on_splits(splits, config, seed=seed, codes=codes)
+    stage_seconds["specrage_seconds"] = time.perf_counter() - fit_start
     train_seconds = time.perf_counter() - train_start
     eval_start = time.perf_counter()
     test_metrics, y_test, alpha_test = evaluate_state(state, splits, config, seed=seed)
@@ -121,7 +171,7 @@ def run_experiment(
         "n_samples": {"train": len(splits.train_labels), "val": len(splits.val_labels), "test": len(splits.test_labels)},
         "view_dims": list(data.view_dims),
         "test": test_metrics,
-        "timing": {"train_seconds": train_seconds, "eval_seconds": time.perf_counter() - eval_start,
+        "timing": {"train_seconds": train_seconds, **stage_seconds, "eval_seconds": time.perf_counter() - eval_start,
                    "total_seconds": time.perf_counter() - start},
         "training": history.as_dict(),
         "config": config_to_dict(config),

@@ -1,0 +1,108 @@
+"""Self-supervised affinity learning (the paper's Sec. "Self-supervised Affinity Learning").
+
+Per view, a Siamese MLP h is trained with a contrastive loss on pairs: positives are each
+point's ``n_positive`` nearest neighbours, negatives as many random non-neighbours. Its codes
+z = h(x) then replace x in the batch affinities: ||z_i - z_j||^2 instead of ||x_i - x_j||^2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from specrage_jax.config import SiameseConfig
+from specrage_jax.model import MLP, activation
+from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
+from specrage_jax.pretrain import NetState, adam_update, apply_in_chunks, create_net_state, run_minibatch_epochs
+
+
+def contrastive_loss(z_a: jax.Array, z_b: jax.Array, is_positive: jax.Array, margin: float) -> jax.Array:
+    """Mean of y d^2 + (1 - y) max(0, margin - d)^2 with d = ||z_a - z_b||. z: (p, c), y: (p,)."""
+    d = jnp.sqrt(jnp.sum((z_a - z_b) ** 2, axis=1) + 1e-12)
+    return jnp.mean(is_positive * d**2 + (1.0 - is_positive) * jnp.maximum(margin - d, 0.0) ** 2)
+
+
+@partial(jax.jit, static_argnames="margin", donate_argnums=0)
+def siamese_step(state: NetState, batch: tuple[jax.Array, jax.Array, jax.Array], margin: float) -> tuple[NetState, jax.Array]:
+    """One Adam step on the contrastive loss of a batch of pairs (x_a (p, d), x_b (p, d), y (p,))."""
+    x_a, x_b, is_positive = batch
+
+    def loss_fn(params):
+        net = nnx.merge(state.graphdef, params)
+        return contrastive_loss(net(x_a), net(x_b), is_positive, margin)
+
+    loss, grads = jax.value_and_grad(loss_fn)(state.params)
+    return adam_update(state, grads), loss
+
+
+@partial(jax.jit, static_argnames="n_neighbors")
+def _block_neighbors(x: jax.Array, n_neighbors: int) -> jax.Array:
+    return nearest_neighbors(pairwise_sq_distances(x), n_neighbors)[1]
+
+
+def contrastive_pairs(x: np.ndarray, n_positive: int, *, seed: int, block_size: int = 8192) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first (p,), second (p,), is_positive (p,)) index pairs over the rows of x (n, d).
+
+    Neighbours are exact within random blocks of ``block_size`` rows (exact for n <= block_size;
+    linear cost for millions of rows). Each point gets its ``n_positive`` nearest neighbours as
+    positives and as many uniformly drawn non-neighbours from its block as negatives.
+    """
+    rng = np.random.default_rng(seed)
+    n = x.shape[0]
+    if n <= n_positive:
+        raise ValueError(f"{n} samples cannot give {n_positive} positive neighbours each")
+    order = rng.permutation(n)
+    firsts, seconds, labels = [], [], []
+    for start in range(0, n, block_size):
+        block = order[start:start + block_size]
+        if block.size <= n_positive + 1:  # a tiny tail block joins the previous one's geometry poorly; skip
+            continue
+        neighbors = np.asarray(_block_neighbors(jnp.asarray(x[block]), n_positive))  # (b, n_positive)
+        b = block.size
+        anchors = np.repeat(np.arange(b), n_positive)
+        positives = neighbors.reshape(-1)
+        negatives = rng.integers(0, b, size=anchors.size)
+        clash = (negatives[:, None] == neighbors[anchors]).any(axis=1) | (negatives == anchors)
+        while clash.any():  # redraw the few negatives that hit a neighbour or the point itself
+            negatives[clash] = rng.integers(0, b, size=int(clash.sum()))
+            clash = (negatives[:, None] == neighbors[anchors]).any(axis=1) | (negatives == anchors)
+        firsts += [block[anchors], block[anchors]]
+        seconds += [block[positives], block[negatives]]
+        labels += [np.ones(anchors.size, np.float32), np.zeros(anchors.size, np.float32)]
+    return np.concatenate(firsts), np.concatenate(seconds), np.concatenate(labels)
+
+
+def siamese_net(in_dim: int, config: SiameseConfig, *, seed: int) -> MLP:
+    """Linear+ReLU on every layer, the output included (as the published code)."""
+    relu = activation("relu")
+    return MLP(in_dim, config.hidden, config.out_dim, hidden_act=relu,
+               out_act=relu if config.relu_output else activation("none"), rngs=nnx.Rngs(seed))
+
+
+@dataclass(frozen=True)
+class SiameseEncoder:
+    """A trained Siamese net of one view; ``encode`` maps (n, d) -> (n, out_dim)."""
+
+    state: NetState
+    losses: tuple[float, ...]
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        graphdef, params = self.state.graphdef, self.state.params
+        return apply_in_chunks(jax.jit(lambda rows: nnx.merge(graphdef, params)(rows)), x)
+
+
+def train_siamese(x: np.ndarray, config: SiameseConfig, *, seed: int, progress: bool = False, name: str = "view") -> SiameseEncoder:
+    """Trains one view's Siamese net on pairs from its training rows x (n, d)."""
+    first, second, is_positive = contrastive_pairs(x, config.n_positive, seed=seed, block_size=config.pair_block)
+    state = create_net_state(siamese_net(x.shape[1], config, seed=seed), config.learning_rate)
+    step = partial(siamese_step, margin=config.margin)
+    state, losses = run_minibatch_epochs(
+        state, step, first.size, lambda idx: (x[first[idx]], x[second[idx]], is_positive[idx]),
+        batch_size=config.batch_size, epochs=config.epochs, seed=seed, desc=f"siamese {name}", progress=progress,
+    )
+    return SiameseEncoder(state=state, losses=tuple(losses))
