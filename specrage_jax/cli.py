@@ -13,7 +13,7 @@ import textwrap
 from typing import Sequence
 
 from specrage_jax.config import ExperimentConfig, apply_overrides, describe_fields, preset
-from specrage_jax.data import dataset_names
+from specrage_jax.data import dataset_names, is_dataset_name
 
 
 def config_help() -> str:
@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "embedding), print a metrics table, and write DIR/metrics.json and DIR/embedding.png.",
         epilog=config_help(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    train.add_argument("--dataset", required=True, help=f"dataset name: {', '.join(dataset_names())}")
+    train.add_argument("--dataset", required=True, help=f"dataset: {', '.join(dataset_names())}, infinitemnist:N (N samples), or file:PATH[#0,2] "
+                            "(any .mat/.npz multi-view file; #0,2 picks views)")
     train.add_argument("--seed", type=int, default=0, help="seed of the split, initialization and batches (default 0)")
     train.add_argument("--epochs", type=int, default=None, help="maximum epochs (same as --set train.epochs=E)")
     train.add_argument("--out", default=None, help="output directory (default runs/DATASET-seedS)")
@@ -83,7 +84,7 @@ def metrics_table(result: dict) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "train":
-        if args.dataset not in dataset_names():
+        if not is_dataset_name(args.dataset):
             print(f"specrage: unknown dataset {args.dataset!r}; known: {', '.join(dataset_names())}", file=sys.stderr)
             return 2
         try:

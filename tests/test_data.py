@@ -282,7 +282,7 @@ def test_subset_and_with_views_keep_rows_aligned():
 
 
 def test_load_dataset_builds_known_names():
-    assert dataset_names() == ("blobs", "digits")
+    assert dataset_names() == ("blobs", "digits", "handwritten", "bdgp", "noisymnist", "infinitemnist")
     data = load_dataset("blobs", seed=2)
     assert data.name == "blobs"
     assert np.array_equal(data.views[1], make_blobs_views(seed=2).views[1])

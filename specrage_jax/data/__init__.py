@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from specrage_jax.data.loaders import labels_to_indices, load_file, load_mat, load_npz, read_mat_variables
+from specrage_jax.data.mnist import (
+    infinitemnist_chunk,
+    infinitemnist_chunks,
+    load_mnist_arrays,
+    make_infinitemnist,
+    make_noisymnist,
+    read_idx,
+)
 from specrage_jax.data.preprocess import ViewScaler, apply_view_scalers, fit_view_scalers
-from specrage_jax.data.registry import dataset_names, load_dataset
+from specrage_jax.data.registry import dataset_names, is_dataset_name, load_dataset, parse_dataset_name
 from specrage_jax.data.splits import SplitIndices, split_indices
 from specrage_jax.data.synthetic import make_blobs_views, make_digits_views
 from specrage_jax.data.types import MultiViewData
@@ -15,8 +24,21 @@ __all__ = [
     "apply_view_scalers",
     "dataset_names",
     "fit_view_scalers",
+    "infinitemnist_chunk",
+    "infinitemnist_chunks",
+    "is_dataset_name",
+    "labels_to_indices",
     "load_dataset",
+    "load_file",
+    "load_mat",
+    "load_mnist_arrays",
+    "load_npz",
     "make_blobs_views",
     "make_digits_views",
+    "make_infinitemnist",
+    "make_noisymnist",
+    "parse_dataset_name",
+    "read_idx",
+    "read_mat_variables",
     "split_indices",
 ]
