@@ -18,7 +18,9 @@ from specrage_jax.config import (
 )
 from specrage_jax.embed import embed
 from specrage_jax.model import OrthoWeight, SpecRaGENet
-from specrage_jax.steps import Batch, SpecRaGEState, create_state, eval_loss, grad_step, ortho_step, predict
+from specrage_jax.steps import (
+    Batch, SpecRaGEState, create_state, eval_loss, grad_step, ortho_step, predict, train_step,
+)
 from specrage_jax.train import History, fit
 
 __version__ = "0.1.0"

@@ -167,12 +167,14 @@ def spectral_loss(
     return weighted_laplacian_loss(y, affinities, alpha), alpha
 
 
+def _with_r_inv(state: SpecRaGEState, r_inv: jax.Array) -> SpecRaGEState:
+    return state.replace(ortho=jax.tree.map(lambda _: r_inv, state.ortho))
+
+
 @partial(jax.jit, donate_argnums=0)
 def ortho_step(state: SpecRaGEState, batch: Batch) -> SpecRaGEState:
     """Updates R^-1 from the QR of this batch's fused output; nothing else changes."""
-    r_inv = _fit_r_inv(state, state.params, batch.views)
-    ortho = jax.tree.map(lambda _: r_inv, state.ortho)
-    return state.replace(ortho=ortho)
+    return _with_r_inv(state, _fit_r_inv(state, state.params, batch.views))
 
 
 def loss_and_grads(state: SpecRaGEState, batch: Batch) -> tuple[tuple[jax.Array, jax.Array], nnx.State]:
@@ -188,10 +190,40 @@ def loss_and_grads(state: SpecRaGEState, batch: Batch) -> tuple[tuple[jax.Array,
 def grad_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, dict[str, Any]]:
     """One Adam step on Eq. 4 with R^-1 fixed. Returns the new state and scalar metrics."""
     (loss, alpha), grads = loss_and_grads(state, batch)
+    return _apply_gradients(state, grads), _step_metrics(loss, alpha, grads)
+
+
+def _apply_gradients(state: SpecRaGEState, grads: nnx.State) -> SpecRaGEState:
     updates, opt_state = adam_optimizer().update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
-    metrics = {"loss": loss, "grad_norm": optax.global_norm(grads), "view_weights": jnp.mean(alpha, axis=0)}
-    return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
+    return state.replace(step=state.step + 1, params=params, opt_state=opt_state)
+
+
+def _step_metrics(loss: jax.Array, alpha: jax.Array, grads: nnx.State) -> dict[str, Any]:
+    return {"loss": loss, "grad_norm": optax.global_norm(grads), "view_weights": jnp.mean(alpha, axis=0)}
+
+
+@partial(jax.jit, donate_argnums=0)
+def train_step(state: SpecRaGEState, ortho_batch: Batch, grad_batch: Batch) -> tuple[SpecRaGEState, dict[str, Any]]:
+    """``ortho_step(ortho_batch)`` then ``grad_step(grad_batch)`` as one compiled call.
+
+    The result equals the two steps in sequence; with ``grad_through_r_inv`` the forward pass
+    of the ortho batch is shared (the gradient step differentiates the same R^-1 the ortho step
+    stores), which saves one forward pass per iteration. The training loop uses this.
+    """
+    if not state.ortho_config.grad_through_r_inv:
+        state = _with_r_inv(state, _fit_r_inv(state, state.params, ortho_batch.views))
+        (loss, alpha), grads = loss_and_grads(state, grad_batch)
+        return _apply_gradients(state, grads), _step_metrics(loss, alpha, grads)
+
+    def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+        r_inv = _fit_r_inv(state, params, ortho_batch.views)
+        loss, alpha = spectral_loss(state, params, grad_batch, r_inv)
+        return loss, (alpha, r_inv)
+
+    (loss, (alpha, r_inv)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    state = _with_r_inv(state, jax.lax.stop_gradient(r_inv))
+    return _apply_gradients(state, grads), _step_metrics(loss, alpha, grads)
 
 
 @jax.jit

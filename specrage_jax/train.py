@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from specrage_jax.config import GraphConfig, TrainConfig
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
 from specrage_jax.schedule import PlateauState, plateau_update, should_stop
-from specrage_jax.steps import Batch, SpecRaGEState, eval_loss, grad_step, ortho_step
+from specrage_jax.steps import Batch, SpecRaGEState, eval_loss, train_step
 from specrage_jax.validation import as_view_arrays, check_view_dims
 
 
@@ -177,12 +177,9 @@ def fit(
         ortho_idx = batch_indices(n, m, steps, ortho_rng)
         losses, weights = [], []
         for s in range(steps):
-            ortho_batch = take_batch(train_views, train_codes, ortho_idx[s])
-            state = ortho_step(state, ortho_batch)
+            ortho_batch = take_batch(train_views, None, ortho_idx[s])
             grad_batch = take_batch(train_views, train_codes, grad_idx[s])
-            if state.ortho_config.grad_through_r_inv:
-                grad_batch = grad_batch._replace(ortho_views=ortho_batch.views)
-            state, metrics = grad_step(state, grad_batch)
+            state, metrics = train_step(state, ortho_batch, grad_batch)  # = ortho_step, then grad_step
             losses.append(metrics["loss"])
             weights.append(metrics["view_weights"])
         train_loss = float(jnp.mean(jnp.stack(losses)))

@@ -20,7 +20,7 @@ from specrage_jax.ops.affinity import knn_gaussian_affinity
 from specrage_jax.ops.laplacian import pairwise_spectral_loss
 from specrage_jax.ops.ortho import orthonormalizer
 from specrage_jax.steps import (
-    Batch, SpecRaGEState, create_state, eval_loss, grad_step, loss_and_grads, ortho_step, predict,
+    Batch, SpecRaGEState, create_state, eval_loss, grad_step, loss_and_grads, ortho_step, predict, train_step,
 )
 
 MODEL = ModelConfig(n_components=4, view_hidden=(32, 32), weighting_hidden=(16,))
@@ -300,3 +300,15 @@ def test_create_state_config_is_recorded():
     np.testing.assert_array_equal(np.asarray(state.r_inv), np.eye(4))
     assert int(state.step) == 0
     assert state.learning_rate == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_train_step_equals_ortho_step_then_grad_step(adam_states, views_a, views_b, mode):
+    separate = ortho_step(copy(adam_states[mode]), Batch(views_a))
+    separate, separate_metrics = grad_step(separate, grad_batch(separate, views_b, views_a))
+    fused, fused_metrics = train_step(copy(adam_states[mode]), Batch(views_a), Batch(views_b))
+    np.testing.assert_allclose(np.asarray(fused.r_inv), np.asarray(separate.r_inv), rtol=1e-5, atol=1e-6)
+    assert float(fused_metrics["loss"]) == pytest.approx(float(separate_metrics["loss"]), rel=1e-5)
+    for got, want in zip(jax.tree.leaves(fused.params), jax.tree.leaves(separate.params)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-6)
+    assert int(fused.step) == int(separate.step) == 1
