@@ -59,7 +59,7 @@ PAPER["noisymnist"] = PAPER["infinitemnist"]  # same view construction; the pape
 def run_seed(dataset: str, overrides: list[str], seed: int, data_dir: str | None) -> dict[str, Any]:
     """One seed of one dataset: train, evaluate, baselines. Metrics are fractions."""
     data = load_dataset(dataset, seed=seed, data_dir=data_dir)
-    config = with_n_components(apply_overrides(preset(dataset), overrides), data.n_classes)
+    config = with_n_components(apply_overrides(preset(dataset), ["train.progress=false", *overrides]), data.n_classes)
     splits = prepare_splits(data, config, seed=seed)
     start = time.perf_counter()
     splits, codes, stages = pretrain(splits, config, seed=seed)
