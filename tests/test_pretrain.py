@@ -1,0 +1,77 @@
+"""Siamese affinity nets and autoencoder pre-embedding."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from specrage_jax.autoencoder import train_autoencoder
+from specrage_jax.config import AutoencoderConfig, ExperimentConfig, SiameseConfig
+from specrage_jax.data import make_blobs_views
+from specrage_jax.experiment import prepare_splits, pretrain, with_n_components
+from specrage_jax.siamese import contrastive_loss, contrastive_pairs, train_siamese
+
+SMALL_SIAMESE = SiameseConfig(enabled=True, hidden=(32, 32), out_dim=4, n_positive=3, epochs=15, batch_size=128)
+SMALL_AE = AutoencoderConfig(enabled=True, hidden=(32, 32), embedding_dim=3, epochs=30, batch_size=64)
+
+
+def clusters(n: int = 240, d: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n)
+    centers = rng.normal(scale=6.0, size=(3, d))
+    return (centers[labels] + rng.normal(size=(n, d))).astype(np.float32), labels
+
+
+def test_contrastive_pairs_are_neighbours_and_non_neighbours():
+    x, _ = clusters()
+    first, second, positive = contrastive_pairs(x, 3, seed=0)
+    assert first.size == second.size == positive.size == 2 * 3 * x.shape[0]
+    d = np.linalg.norm(x[first] - x[second], axis=1)
+    assert np.all(first != second)
+    # every positive is one of the anchor's 3 nearest neighbours (exact: n fits one block)
+    full = np.linalg.norm(x[:, None] - x[None], axis=-1) + np.diag(np.full(x.shape[0], np.inf))
+    third = np.sort(full, axis=1)[:, 2]
+    assert np.all(d[positive == 1] <= third[first[positive == 1]] + 1e-4)
+    assert np.all(d[positive == 0] > third[first[positive == 0]] - 1e-4)
+
+
+def test_contrastive_loss_matches_definition():
+    a = np.array([[0.0, 0.0], [0.0, 0.0]], np.float32)
+    b = np.array([[3.0, 4.0], [0.3, 0.4]], np.float32)
+    y = np.array([1.0, 0.0], np.float32)
+    # positive: d^2 = 25; negative: (1 - 0.5)^2 = 0.25
+    assert float(contrastive_loss(a, b, y, 1.0)) == pytest.approx((25.0 + 0.25) / 2, rel=1e-5)
+
+
+def test_siamese_learns_to_pull_positives_together():
+    x, labels = clusters()
+    encoder = train_siamese(x, SMALL_SIAMESE, seed=0)
+    assert encoder.losses[-1] < encoder.losses[0]  # epoch means; epoch 0 already learns
+    z = encoder.encode(x)
+    assert z.shape == (x.shape[0], 4) and np.isfinite(z).all()
+    same = labels[:, None] == labels[None, :]
+    dist = np.linalg.norm(z[:, None] - z[None], axis=-1)
+    assert dist[same].mean() < 0.5 * dist[~same].mean()
+
+
+def test_autoencoder_reconstructs_and_encodes():
+    x, _ = clusters(d=8)
+    ae = train_autoencoder(x, SMALL_AE, seed=0)
+    assert ae.losses[-1] < 0.2 * ae.losses[0]
+    codes = ae.encode(x)
+    assert codes.shape == (x.shape[0], 3) and np.isfinite(codes).all()
+    np.testing.assert_allclose(ae.encode(x[:1]), codes[:1], rtol=1e-5, atol=1e-5)
+
+
+def test_pretrain_replaces_views_and_adds_codes():
+    data = make_blobs_views(n_samples=300, n_centers=3, seed=0)
+    config = with_n_components(dataclasses.replace(ExperimentConfig(), siamese=SMALL_SIAMESE, autoencoder=SMALL_AE),
+                               data.n_classes)
+    config = dataclasses.replace(config, train=dataclasses.replace(config.train, progress=False))
+    splits = prepare_splits(data, config, seed=0)
+    encoded, codes, timings = pretrain(splits, config, seed=0)
+    assert [v.shape[1] for v in encoded.train] == [3, 3]  # autoencoder codes replace the views
+    assert [c.shape for c in codes.test] == [(encoded.test[0].shape[0], 4)] * 2
+    assert set(timings) == {"autoencoder_seconds", "siamese_seconds"}
