@@ -207,8 +207,9 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
         # specrage train --dataset handwritten --data-dir ../shared/datasets
         #   -> see experiments/results/tables.md (10 seeds). Chosen on the validation split.
         "handwritten": {"model": near_uniform, "graph": {"n_neighbors": 10},
-                        "train": {"epochs": 40, "batch_size": 512, "steps_per_epoch": 5},
-                        "data": {"preprocess": "minmax"}},
+                        "train": {"epochs": 30, "batch_size": 512, "steps_per_epoch": 5},
+                        "data": {"preprocess": "minmax"},
+                        "siamese": {"enabled": True, "n_positive": 3, "hidden": (512, 512), "epochs": 10}},
         # specrage train --dataset bdgp --data-dir ../shared/datasets  (paper: AE + Siamese, l 22, T 250)
         "bdgp": {"model": {"temperature": 250.0}, "graph": {"n_neighbors": 22},
                  "train": {"epochs": 60, "batch_size": 1024, "steps_per_epoch": 5},
