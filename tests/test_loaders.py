@@ -12,6 +12,7 @@ import scipy.io
 import scipy.sparse
 
 from specrage_jax.data import (
+    InfiniteMnistWarp,
     infinitemnist_chunk,
     infinitemnist_chunks,
     labels_to_indices,
@@ -410,7 +411,8 @@ def test_warp_images_integer_shift_and_quarter_turn():
 def test_infinitemnist_without_transforms_pairs_same_class_images():
     images, labels = toy_digits()
     (view1, view2), chunk_labels = infinitemnist_chunk(
-        images, labels, 0, 40, seed=3, noise_std=0.0, max_shift=0.0, max_rotation_deg=0.0, max_scale=0.0
+        images, labels, 0, 40, seed=3,
+        warp=InfiniteMnistWarp(noise_std=0.0, max_shift=0.0, max_rotation_deg=0.0, max_scale=0.0)
     )
     sources, partners = row_index(images, view1), row_index(images, view2)
     np.testing.assert_array_equal(labels[sources], chunk_labels)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from specrage_jax.data.loaders import labels_to_indices, load_file, load_mat, load_npz, read_mat_variables
 from specrage_jax.data.mnist import (
+    InfiniteMnistWarp,
     infinitemnist_chunk,
     infinitemnist_chunks,
     load_mnist_arrays,
@@ -24,6 +25,7 @@ __all__ = [
     "apply_view_scalers",
     "dataset_names",
     "fit_view_scalers",
+    "InfiniteMnistWarp",
     "infinitemnist_chunk",
     "infinitemnist_chunks",
     "is_dataset_name",

@@ -7,6 +7,8 @@ MNIST images, generated chunk by chunk from (seed, chunk index) so memory stays 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import gzip
 from pathlib import Path
 from typing import Iterator
@@ -162,14 +164,29 @@ def make_noisymnist(images: np.ndarray, labels: np.ndarray, *, seed: int, noise_
 # --- InfiniteMNIST -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class InfiniteMnistWarp:
+    """The random affine warp of every InfiniteMNIST image, and view 2's pixel noise."""
+
+    noise_std: float = 0.2
+    max_shift: float = 2.0
+    max_rotation_deg: float = 10.0
+    max_scale: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.noise_std < 0 or self.max_shift < 0 or self.max_rotation_deg < 0 or not 0 <= self.max_scale < 1:
+            raise ValueError(f"infinitemnist: need noise_std, max_shift, max_rotation_deg >= 0 and "
+                             f"0 <= max_scale < 1, got {self}")
+
+
 def random_affine_params(
-    rng: np.random.Generator, count: int, *, max_shift: float, max_rotation_deg: float, max_scale: float
+    rng: np.random.Generator, count: int, warp: InfiniteMnistWarp
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(count,) rotations in radians, (count,) scales in [1-max_scale, 1+max_scale], (count, 2)
     shifts in pixels (row, col), each uniform."""
-    angles = np.deg2rad(rng.uniform(-max_rotation_deg, max_rotation_deg, size=count))
-    scales = rng.uniform(1.0 - max_scale, 1.0 + max_scale, size=count)
-    shifts = rng.uniform(-max_shift, max_shift, size=(count, 2))
+    angles = np.deg2rad(rng.uniform(-warp.max_rotation_deg, warp.max_rotation_deg, size=count))
+    scales = rng.uniform(1.0 - warp.max_scale, 1.0 + warp.max_scale, size=count)
+    shifts = rng.uniform(-warp.max_shift, warp.max_shift, size=(count, 2))
     return angles, scales, shifts
 
 
@@ -235,10 +252,7 @@ def infinitemnist_chunk(
     size: int,
     *,
     seed: int = 0,
-    noise_std: float = 0.2,
-    max_shift: float = 2.0,
-    max_rotation_deg: float = 10.0,
-    max_scale: float = 0.1,
+    warp: InfiniteMnistWarp = InfiniteMnistWarp(),
 ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
     """Chunk `chunk_index` of InfiniteMNIST, drawn from (seed, chunk_index) alone.
 
@@ -250,24 +264,17 @@ def infinitemnist_chunk(
     """
     images, labels = check_images_and_labels(images, labels, what="infinitemnist")
     side = image_side(images.shape[1])
-    if noise_std < 0 or max_shift < 0 or max_rotation_deg < 0 or not 0 <= max_scale < 1:
-        raise ValueError(
-            f"infinitemnist: need noise_std, max_shift, max_rotation_deg >= 0 and 0 <= max_scale < 1, got "
-            f"{noise_std}, {max_shift}, {max_rotation_deg}, {max_scale}"
-        )
     rng = chunk_rng(seed, chunk_index)
     sources = rng.integers(0, images.shape[0], size=size)
     partners = same_class_other(sources, class_partner_sampler(labels), rng)
     center = np.full(2, (side - 1) / 2.0)
     pairs = np.concatenate([sources, partners])
     matrices, offsets = inverse_affine(
-        *random_affine_params(
-            rng, 2 * size, max_shift=max_shift, max_rotation_deg=max_rotation_deg, max_scale=max_scale
-        ),
+        *random_affine_params(rng, 2 * size, warp),
         center,
     )
     warped = warp_images(images[pairs].reshape(-1, side, side), matrices, offsets).reshape(2 * size, -1)
-    noise = rng.standard_normal((size, images.shape[1]), dtype=np.float32) * np.float32(noise_std)
+    noise = rng.standard_normal((size, images.shape[1]), dtype=np.float32) * np.float32(warp.noise_std)
     return (warped[:size], warped[size:] + noise), labels[sources]
 
 
@@ -278,10 +285,7 @@ def infinitemnist_chunks(
     n_samples: int = 1_000_000,
     chunk_size: int = 50_000,
     seed: int = 0,
-    noise_std: float = 0.2,
-    max_shift: float = 2.0,
-    max_rotation_deg: float = 10.0,
-    max_scale: float = 0.1,
+    warp: InfiniteMnistWarp = InfiniteMnistWarp(),
 ) -> Iterator[tuple[tuple[np.ndarray, np.ndarray], np.ndarray]]:
     """InfiniteMNIST in ceil(n_samples / chunk_size) chunks ((view1, view2), labels), each
     `chunk_size` long but the last; chunk i is `infinitemnist_chunk(..., i, ...)`, independent of
@@ -295,10 +299,7 @@ def infinitemnist_chunks(
             chunk_index,
             min(chunk_size, n_samples - start),
             seed=seed,
-            noise_std=noise_std,
-            max_shift=max_shift,
-            max_rotation_deg=max_rotation_deg,
-            max_scale=max_scale,
+            warp=warp,
         )
 
 
@@ -309,10 +310,7 @@ def make_infinitemnist(
     n_samples: int,
     seed: int,
     chunk_size: int = 50_000,
-    noise_std: float = 0.2,
-    max_shift: float = 2.0,
-    max_rotation_deg: float = 10.0,
-    max_scale: float = 0.1,
+    warp: InfiniteMnistWarp = InfiniteMnistWarp(),
 ) -> MultiViewData:
     """All chunks of `infinitemnist_chunks` in one dataset (for moderate n: 2 x n x d float32).
 
@@ -327,10 +325,7 @@ def make_infinitemnist(
             n_samples=n_samples,
             chunk_size=chunk_size,
             seed=seed,
-            noise_std=noise_std,
-            max_shift=max_shift,
-            max_rotation_deg=max_rotation_deg,
-            max_scale=max_scale,
+            warp=warp,
         )
     )
     views = tuple(np.concatenate([chunk[0][v] for chunk in chunks]) for v in range(2))
