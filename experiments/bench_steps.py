@@ -55,7 +55,6 @@ import datetime
 import json
 import platform
 import statistics
-import sys
 import time
 from typing import Any, Callable, Sequence
 

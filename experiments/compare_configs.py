@@ -9,7 +9,6 @@ Hyperparameters are chosen on the VAL column; TEST is printed for the record onl
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 

@@ -24,3 +24,28 @@ from specrage_jax.steps import (
 from specrage_jax.train import History, fit
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Batch",
+    "DataConfig",
+    "EvalConfig",
+    "ExperimentConfig",
+    "GraphConfig",
+    "History",
+    "ModelConfig",
+    "OrthoConfig",
+    "OrthoWeight",
+    "SpecRaGENet",
+    "SpecRaGEState",
+    "TrainConfig",
+    "apply_overrides",
+    "create_state",
+    "embed",
+    "eval_loss",
+    "fit",
+    "grad_step",
+    "ortho_step",
+    "predict",
+    "preset",
+    "train_step",
+]

@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm

@@ -6,7 +6,6 @@ import dataclasses
 import json
 
 import numpy as np
-import pytest
 
 from specrage_jax.baselines import mean_laplacian_eigenvectors
 from specrage_jax.cli import main

@@ -18,3 +18,23 @@ from specrage_jax.ops.laplacian import (
     weighted_rayleigh_trace,
 )
 from specrage_jax.ops.ortho import orthogonality_error, orthonormalizer
+
+__all__ = [
+    "fused_weighted_affinity",
+    "grassmann_distance_sq",
+    "knn_gaussian_affinity",
+    "laplacian",
+    "laplacian_quadratic_forms",
+    "median_neighbor_scale",
+    "nearest_neighbors",
+    "orthogonality_error",
+    "orthonormal_basis",
+    "orthonormalizer",
+    "pairwise_spectral_loss",
+    "pairwise_sq_distances",
+    "rayleigh_trace",
+    "symmetrize",
+    "weighted_affinity",
+    "weighted_laplacian_loss",
+    "weighted_rayleigh_trace",
+]
