@@ -134,10 +134,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"NMI {result['test']['kmeans']['nmi']:.4f} SVM {result['test']['svm']['acc']:.4f} "
                   f"SE-on-Lbar {result['baselines']['se_on_lbar']['acc']:.4f} "
                   f"({result['timing']['train_seconds']:.0f} s)", flush=True)
-        payload = {"dataset": dataset, "overrides": args.overrides, "environment": environment_info(), "seeds": seeds}
-        tmp = out / f"{dataset}.json.tmp"
-        tmp.write_text(json.dumps(payload, indent=1))
-        tmp.replace(out / f"{dataset}.json")
+            # after every seed, so an interrupted run keeps what it finished (atomic replace)
+            payload = {"dataset": dataset, "overrides": args.overrides, "environment": environment_info(),
+                       "seeds": seeds}
+            tmp = out / f"{dataset}.json.tmp"
+            tmp.write_text(json.dumps(payload, indent=1))
+            tmp.replace(out / f"{dataset}.json")
     results = {p.stem: json.loads(p.read_text()) for p in sorted(out.glob("*.json")) if p.stem in PAPER}
     (out / "tables.md").write_text(markdown_tables(results))
     print(markdown_tables(results))
