@@ -23,9 +23,6 @@ class NetState:
     graphdef: nnx.GraphDef = struct.field(pytree_node=False)
     learning_rate: float = struct.field(pytree_node=False)
 
-    def module(self) -> nnx.Module:
-        return nnx.merge(self.graphdef, self.params)
-
 
 def create_net_state(module: nnx.Module, learning_rate: float) -> NetState:
     graphdef, params = nnx.split(module, nnx.Param)
