@@ -3,7 +3,6 @@ used where the paper uses it (BDGP, InfiniteMNIST, Reuters): its codes replace t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -13,7 +12,7 @@ from flax import nnx
 
 from specrage_jax.config import AutoencoderConfig
 from specrage_jax.model import MLP, activation
-from specrage_jax.pretrain import NetState, adam_update, apply_in_chunks, create_net_state, run_minibatch_epochs
+from specrage_jax.pretrain import NetState, TrainedNet, adam_update, create_net_state, run_minibatch_epochs
 
 
 class Autoencoder(nnx.Module):
@@ -41,24 +40,12 @@ def autoencoder_step(state: NetState, batch: tuple[jax.Array]) -> tuple[NetState
     return adam_update(state, grads), loss
 
 
-@dataclass(frozen=True)
-class ViewAutoencoder:
-    """A trained autoencoder of one view; ``encode`` maps (n, d) -> (n, embedding_dim)."""
-
-    state: NetState
-    losses: tuple[float, ...]
-
-    def encode(self, x: np.ndarray) -> np.ndarray:
-        graphdef, params = self.state.graphdef, self.state.params
-        return apply_in_chunks(jax.jit(lambda rows: nnx.merge(graphdef, params).encoder(rows)), x)
-
-
 def train_autoencoder(x: np.ndarray, config: AutoencoderConfig, *, seed: int, progress: bool = False,
-                      name: str = "view") -> ViewAutoencoder:
+                      name: str = "view") -> TrainedNet:
     """Trains one view's autoencoder on its training rows x (n, d)."""
     state = create_net_state(Autoencoder(x.shape[1], config, rngs=nnx.Rngs(seed)), config.learning_rate)
     state, losses = run_minibatch_epochs(
         state, autoencoder_step, x.shape[0], lambda idx: (x[idx],), batch_size=config.batch_size,
         epochs=config.epochs, seed=seed, desc=f"autoencoder {name}", progress=progress,
     )
-    return ViewAutoencoder(state=state, losses=tuple(losses))
+    return TrainedNet(state=state, losses=tuple(losses), submodule="encoder")

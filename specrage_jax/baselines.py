@@ -9,17 +9,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from specrage_jax.config import GraphConfig
-from specrage_jax.ops.affinity import knn_gaussian_affinity, median_neighbor_scale, nearest_neighbors, pairwise_sq_distances
+from specrage_jax.ops.affinity import knn_gaussian_affinity
 
 
 def full_graph_affinities(codes: Sequence[np.ndarray], graph: GraphConfig) -> np.ndarray:
     """W^(v) of the whole set (no batching), sigma from the set itself: -> (V, n, n) float64."""
     affinities = []
     for x in codes:
-        x = jnp.asarray(x, jnp.float32)
-        knn_d2, _ = nearest_neighbors(pairwise_sq_distances(x), graph.n_neighbors, include_self=graph.include_self)
-        sigma = median_neighbor_scale(knn_d2, graph.sigma_neighbor)
-        w = knn_gaussian_affinity(x, graph.n_neighbors, sigma, bandwidth_factor=graph.bandwidth_factor,
+        w = knn_gaussian_affinity(jnp.asarray(x, jnp.float32), graph.n_neighbors, None,
+                                  scale_neighbor=graph.sigma_neighbor, bandwidth_factor=graph.bandwidth_factor,
                                   include_self=graph.include_self, symmetrize_how=graph.symmetrize)
         affinities.append(np.asarray(w, np.float64))
     return np.stack(affinities)

@@ -13,7 +13,7 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import numpy as np
@@ -24,6 +24,7 @@ from specrage_jax.embed import embed
 from specrage_jax.evaluate import kmeans_metrics, svm_metrics
 from specrage_jax.ops.ortho import orthogonality_error
 from specrage_jax.autoencoder import train_autoencoder
+from specrage_jax.pretrain import TrainedNet
 from specrage_jax.siamese import train_siamese
 from specrage_jax.steps import SpecRaGEState, create_state
 from specrage_jax.train import History, estimate_view_scales, fit
@@ -63,19 +64,15 @@ class SplitCodes:
     test: tuple[np.ndarray, ...]
 
 
-def autoencode_splits(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
-    """Each view replaced by the codes of an autoencoder trained on its training rows."""
-    encoders = [train_autoencoder(x, config.autoencoder, seed=seed + v, progress=config.train.progress, name=f"view {v}")
-                for v, x in enumerate(splits.train)]
-    encode = lambda views: tuple(enc.encode(x) for enc, x in zip(encoders, views))  # noqa: E731
-    return dataclasses.replace(splits, train=encode(splits.train), val=encode(splits.val), test=encode(splits.test))
+def encode_splits(trainer: Callable[..., TrainedNet], splits: PreparedSplits, stage_config: Any,
+                  config: ExperimentConfig, *, seed: int) -> SplitCodes:
+    """One net per view trained on that view's training rows by ``trainer``; its codes for every split."""
+    nets = [trainer(x, stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
+            for v, x in enumerate(splits.train)]
 
+    def encode(views: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        return tuple(net.encode(x) for net, x in zip(nets, views))
 
-def siamese_codes(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> SplitCodes:
-    """Per-view Siamese nets trained on the training rows; their codes for every split."""
-    encoders = [train_siamese(x, config.siamese, seed=seed + v, progress=config.train.progress, name=f"view {v}")
-                for v, x in enumerate(splits.train)]
-    encode = lambda views: tuple(enc.encode(x) for enc, x in zip(encoders, views))  # noqa: E731
     return SplitCodes(train=encode(splits.train), val=encode(splits.val), test=encode(splits.test))
 
 
@@ -85,12 +82,13 @@ def pretrain(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> 
     timings: dict[str, float] = {}
     if config.autoencoder.enabled:
         start = time.perf_counter()
-        splits = autoencode_splits(splits, config, seed=seed)
+        embedded = encode_splits(train_autoencoder, splits, config.autoencoder, config, seed=seed)
+        splits = dataclasses.replace(splits, train=embedded.train, val=embedded.val, test=embedded.test)
         timings["autoencoder_seconds"] = time.perf_counter() - start
     codes = None
     if config.siamese.enabled:
         start = time.perf_counter()
-        codes = siamese_codes(splits, config, seed=seed)
+        codes = encode_splits(train_siamese, splits, config.siamese, config, seed=seed)
         timings["siamese_seconds"] = time.perf_counter() - start
     return splits, codes, timings
 

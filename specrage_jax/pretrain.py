@@ -3,6 +3,8 @@ a small train state for one Flax NNX network and a seeded mini-batch loop over a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import jax
@@ -70,6 +72,29 @@ def run_minibatch_epochs(
         bar.set_postfix(loss=f"{losses[-1]:.4g}")
     bar.close()
     return state, losses
+
+
+@partial(jax.jit, static_argnames=("graphdef", "submodule"))
+def forward_rows(graphdef: nnx.GraphDef, params: nnx.State, rows: jax.Array, submodule: str | None = None) -> jax.Array:
+    """The network (or its attribute ``submodule``) on rows (m, d); one compile per shape."""
+    net = nnx.merge(graphdef, params)
+    return (getattr(net, submodule) if submodule else net)(rows)
+
+
+@dataclass(frozen=True)
+class TrainedNet:
+    """A pre-trained network, its per-epoch losses, and ``encode`` (n, d) -> (n, out).
+
+    ``submodule`` names the part that encodes (the autoencoder's ``encoder``); None is the whole net.
+    """
+
+    state: NetState
+    losses: tuple[float, ...]
+    submodule: str | None = None
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        return apply_in_chunks(partial(forward_rows, self.state.graphdef, self.state.params,
+                                       submodule=self.submodule), x)
 
 
 def apply_in_chunks(fn: Callable[[jax.Array], jax.Array], x: np.ndarray, chunk: int = 8192) -> np.ndarray:

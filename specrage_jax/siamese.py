@@ -7,7 +7,6 @@ z = h(x) then replace x in the batch affinities: ||z_i - z_j||^2 instead of ||x_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -18,7 +17,7 @@ from flax import nnx
 from specrage_jax.config import SiameseConfig
 from specrage_jax.model import MLP, activation
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
-from specrage_jax.pretrain import NetState, adam_update, apply_in_chunks, create_net_state, run_minibatch_epochs
+from specrage_jax.pretrain import NetState, TrainedNet, adam_update, create_net_state, run_minibatch_epochs
 
 
 def contrastive_loss(z_a: jax.Array, z_b: jax.Array, is_positive: jax.Array, margin: float) -> jax.Array:
@@ -84,19 +83,7 @@ def siamese_net(in_dim: int, config: SiameseConfig, *, seed: int) -> MLP:
                out_act=relu if config.relu_output else activation("none"), rngs=nnx.Rngs(seed))
 
 
-@dataclass(frozen=True)
-class SiameseEncoder:
-    """A trained Siamese net of one view; ``encode`` maps (n, d) -> (n, out_dim)."""
-
-    state: NetState
-    losses: tuple[float, ...]
-
-    def encode(self, x: np.ndarray) -> np.ndarray:
-        graphdef, params = self.state.graphdef, self.state.params
-        return apply_in_chunks(jax.jit(lambda rows: nnx.merge(graphdef, params)(rows)), x)
-
-
-def train_siamese(x: np.ndarray, config: SiameseConfig, *, seed: int, progress: bool = False, name: str = "view") -> SiameseEncoder:
+def train_siamese(x: np.ndarray, config: SiameseConfig, *, seed: int, progress: bool = False, name: str = "view") -> TrainedNet:
     """Trains one view's Siamese net on pairs from its training rows x (n, d)."""
     first, second, is_positive = contrastive_pairs(x, config.n_positive, seed=seed, block_size=config.pair_block)
     state = create_net_state(siamese_net(x.shape[1], config, seed=seed), config.learning_rate)
@@ -105,4 +92,4 @@ def train_siamese(x: np.ndarray, config: SiameseConfig, *, seed: int, progress: 
         state, step, first.size, lambda idx: (x[first[idx]], x[second[idx]], is_positive[idx]),
         batch_size=config.batch_size, epochs=config.epochs, seed=seed, desc=f"siamese {name}", progress=progress,
     )
-    return SiameseEncoder(state=state, losses=tuple(losses))
+    return TrainedNet(state=state, losses=tuple(losses))
