@@ -83,8 +83,21 @@ def siamese_net(in_dim: int, config: SiameseConfig, *, seed: int) -> MLP:
                out_act=relu if config.relu_output else activation("none"), rngs=nnx.Rngs(seed))
 
 
+def training_rows(x: np.ndarray, max_samples: int, *, seed: int) -> np.ndarray:
+    """x (n, d) itself, or ``max_samples`` of its rows drawn without replacement (seeded), in order."""
+    if max_samples < 0:
+        raise ValueError(f"siamese.max_samples must be >= 0, got {max_samples}")
+    if not max_samples or x.shape[0] <= max_samples:
+        return x
+    keep = np.sort(np.random.default_rng([seed, 1]).choice(x.shape[0], max_samples, replace=False))
+    return x[keep]
+
+
 def train_siamese(x: np.ndarray, config: SiameseConfig, *, seed: int, progress: bool = False, name: str = "view") -> TrainedNet:
-    """Trains one view's Siamese net on pairs from its training rows x (n, d)."""
+    """Trains one view's Siamese net on pairs from its training rows x (n, d); with
+    ``config.max_samples`` only on that many seeded random rows (pairs cost n * 2 * n_positive
+    forward pairs per epoch, so 56k-row MNIST views need a subsample on a CPU)."""
+    x = training_rows(x, config.max_samples, seed=seed)
     first, second, is_positive = contrastive_pairs(x, config.n_positive, seed=seed, block_size=config.pair_block)
     state = create_net_state(siamese_net(x.shape[1], config, seed=seed), config.learning_rate)
     step = partial(siamese_step, margin=config.margin)

@@ -11,7 +11,7 @@ from specrage_jax.autoencoder import train_autoencoder
 from specrage_jax.config import AutoencoderConfig, ExperimentConfig, SiameseConfig
 from specrage_jax.data import make_blobs_views
 from specrage_jax.experiment import prepare_splits, pretrain, with_n_components
-from specrage_jax.siamese import contrastive_loss, contrastive_pairs, train_siamese
+from specrage_jax.siamese import contrastive_loss, contrastive_pairs, train_siamese, training_rows
 
 SMALL_SIAMESE = SiameseConfig(enabled=True, hidden=(32, 32), out_dim=4, n_positive=3, epochs=15, batch_size=128)
 SMALL_AE = AutoencoderConfig(enabled=True, hidden=(32, 32), embedding_dim=3, epochs=30, batch_size=64)
@@ -75,3 +75,16 @@ def test_pretrain_replaces_views_and_adds_codes():
     assert [v.shape[1] for v in encoded.train] == [3, 3]  # autoencoder codes replace the views
     assert [c.shape for c in codes.test] == [(encoded.test[0].shape[0], 4)] * 2
     assert set(timings) == {"autoencoder_seconds", "siamese_seconds"}
+
+
+def test_siamese_training_rows_subsample_is_seeded_distinct_and_bounded():
+    x = np.arange(200, dtype=np.float32).reshape(100, 2)
+    assert training_rows(x, 0, seed=0) is x
+    assert training_rows(x, 500, seed=0) is x
+    sub = training_rows(x, 30, seed=3)
+    assert sub.shape == (30, 2)
+    assert len(np.unique(sub[:, 0])) == 30  # distinct rows, drawn without replacement
+    np.testing.assert_array_equal(sub, training_rows(x, 30, seed=3))
+    assert not np.array_equal(sub, training_rows(x, 30, seed=4))
+    with pytest.raises(ValueError, match="max_samples"):
+        training_rows(x, -1, seed=0)
