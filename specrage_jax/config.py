@@ -144,6 +144,7 @@ class SiameseConfig:
     batch_size: int = _f(512, "pairs per step")
     learning_rate: float = _f(1e-3, "Adam learning rate")
     pair_block: int = _f(8192, "neighbours are exact within random blocks of this many rows")
+    max_samples: int = _f(0, "train on at most this many random training rows (0: all); every row is still encoded")
 
 
 @dataclass(frozen=True)
