@@ -1,6 +1,11 @@
-"""Command line: ``specrage train --dataset NAME [--seed S] [--epochs E] [--out DIR] [--set key=value ...]``.
+"""Command line:
 
-Argument parsing only; the work is :func:`specrage_jax.experiment.run_experiment`.
+    specrage train --dataset NAME [--seed S] [--epochs E] [--out DIR] [--set key=value ...]
+    specrage train --resume DIR
+    specrage embed --checkpoint DIR --input FILE --output FILE.npy [--weights FILE.npy]
+
+Argument parsing only; the work is :func:`specrage_jax.experiment.run_experiment` and
+:func:`specrage_jax.experiment.load_pipeline`.
 """
 
 from __future__ import annotations
@@ -8,12 +13,23 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import textwrap
-from typing import Sequence
+import uuid
+from pathlib import Path
+from typing import Any, Sequence
 
-from specrage_jax.config import ExperimentConfig, apply_overrides, describe_fields, preset
+import numpy as np
+
+from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, describe_fields, preset
 from specrage_jax.data import dataset_names, is_dataset_name
+
+# Unless told otherwise `specrage train` checkpoints after an epoch when a minute has passed since the
+# last checkpoint: a save blocks training ~0.05-0.25 s (digits preset, BUILD_NOTES.md "Checkpoints"),
+# which every epoch would make 17% of a 0.6 s digits epoch but is nothing for long epochs.
+CLI_CHECKPOINT_EVERY = 1
+CLI_CHECKPOINT_MIN_SECONDS = 60.0
 
 
 def config_help() -> str:
@@ -38,12 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
         "train", help="train on a dataset, evaluate on its test split, write metrics.json and embedding.png",
         description="Train SpecRaGE on a dataset's training split, evaluate the test split (k-means ACC/NMI/ARI "
                     "on the test embedding; linear SVM trained on the train embedding, scored on the test "
-                    "embedding), print a metrics table, and write DIR/metrics.json and DIR/embedding.png.",
+                    "embedding), print a metrics table, and write DIR/metrics.json, DIR/embedding.png, the inference "
+                    "model DIR/model (for `specrage embed`) and training checkpoints in DIR/checkpoints "
+                    "(for --resume).",
         epilog=config_help(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    train.add_argument("--dataset", required=True, help=f"dataset: {', '.join(dataset_names())}, infinitemnist:N (N samples), or file:PATH[#0,2] "
+    train.add_argument("--dataset", default=None, help=f"dataset: {', '.join(dataset_names())}, infinitemnist:N (N samples), or file:PATH[#0,2] "
                             "(any .mat/.npz multi-view file; #0,2 picks views)")
-    train.add_argument("--seed", type=int, default=0, help="seed of the split, initialization and batches (default 0)")
+    train.add_argument("--seed", type=int, default=None, help="seed of the split, initialization and batches (default 0)")
     train.add_argument("--epochs", type=int, default=None, help="maximum epochs (same as --set train.epochs=E)")
     train.add_argument("--out", default=None, help="output directory (default runs/DATASET-seedS)")
     train.add_argument("--data-dir", default=None, help="where real datasets live (default: $SPECRAGE_DATA)")
@@ -51,16 +69,107 @@ def build_parser() -> argparse.ArgumentParser:
                        help="override a config field, e.g. --set graph.n_neighbors=15 (repeatable)")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.add_argument("--print-config", action="store_true", help="print the resolved configuration and exit")
+    train.add_argument("--no-figure", action="store_true", help="do not draw DIR/embedding.png")
+    train.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
+                       help="save a training checkpoint to DIR/checkpoints every N epochs, 0 = never (same as --set "
+                            "checkpoint.every_epochs=N); default: after an epoch once a minute has passed since the "
+                            "last checkpoint")
+    train.add_argument("--keep-checkpoints", type=int, default=None, metavar="K",
+                       help="training checkpoints kept, the newest (default 3; --set checkpoint.keep=K)")
+    train.add_argument("--resume", default=None, metavar="DIR",
+                       help="continue the interrupted run whose output directory is DIR from its newest readable "
+                            "checkpoint (its dataset, seed and configuration are reused; conflicting ones are refused)")
+
+    embed = commands.add_parser(
+        "embed", help="embed new samples with a trained model (DIR/model of a run)",
+        description="Embed the samples in FILE with the model saved by `specrage train --out DIR` (DIR/model, or a "
+                    "model directory itself): the run's per-view scaling and autoencoders are applied first. "
+                    "Writes the (n, k) embedding with numpy.save.",
+    )
+    embed.add_argument("--checkpoint", required=True, metavar="DIR", help="a run's output directory or a model directory")
+    embed.add_argument("--input", required=True, metavar="FILE",
+                       help="an .npz with view_0 ... view_{V-1} (n, d_v) (labels optional), or a multi-view .mat file")
+    embed.add_argument("--output", required=True, metavar="FILE.npy", help="where to write the (n, k) embedding")
+    embed.add_argument("--weights", default=None, metavar="FILE.npy", help="also write the (n, V) view weights")
+    embed.add_argument("--views", default=None, metavar="I,J",
+                       help="indices of the file's views to use, in order (when the model was trained on file:PATH#I,J)")
+    embed.add_argument("--batch-size", type=int, default=4096, help="samples per forward pass (default 4096)")
     return parser
 
 
-def resolve_config(dataset: str, epochs: int | None, overrides: Sequence[str], quiet: bool) -> ExperimentConfig:
+def _with_section(config: ExperimentConfig, section: str, **changes: Any) -> ExperimentConfig:
+    return dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **changes)})
+
+
+def resolve_config(dataset: str, epochs: int | None, overrides: Sequence[str], quiet: bool, *,
+                   checkpoint_every: int | None = None, keep_checkpoints: int | None = None) -> ExperimentConfig:
+    """The dataset's preset with --set overrides, --epochs, --quiet and the checkpoint options applied.
+
+    Checkpoints: every ``checkpoint_every`` epochs if given, else as --set checkpoint.* says, else the
+    CLI's default (after an epoch, once a minute has passed since the last checkpoint).
+    """
     config = apply_overrides(preset(dataset), overrides)
     if epochs is not None:
-        config = dataclasses.replace(config, train=dataclasses.replace(config.train, epochs=epochs))
+        config = _with_section(config, "train", epochs=epochs)
     if quiet:
-        config = dataclasses.replace(config, train=dataclasses.replace(config.train, progress=False))
+        config = _with_section(config, "train", progress=False)
+    set_keys = _set_keys(overrides)
+    if checkpoint_every is None and "checkpoint.every_epochs" not in set_keys:
+        config = _with_section(config, "checkpoint", every_epochs=CLI_CHECKPOINT_EVERY)
+        if "checkpoint.min_seconds" not in set_keys:
+            config = _with_section(config, "checkpoint", min_seconds=CLI_CHECKPOINT_MIN_SECONDS)
+    return _checkpoint_options(config, checkpoint_every, keep_checkpoints, set_keys)
+
+
+def _set_keys(overrides: Sequence[str]) -> set[str]:
+    return {item.partition("=")[0].strip() for item in overrides}
+
+
+def _checkpoint_options(config: ExperimentConfig, every: int | None, keep: int | None,
+                        set_keys: set[str]) -> ExperimentConfig:
+    """--checkpoint-every N means every N epochs (no minimum interval unless --set gives one)."""
+    if every is not None:
+        config = _with_section(config, "checkpoint", every_epochs=every)
+        if "checkpoint.min_seconds" not in set_keys:
+            config = _with_section(config, "checkpoint", min_seconds=0.0)
+    if keep is not None:
+        config = _with_section(config, "checkpoint", keep=keep)
     return config
+
+
+def resolve_resume(args: argparse.Namespace) -> tuple[str, int, ExperimentConfig, str | None]:
+    """(dataset, seed, configuration, data dir) of the run to resume in ``args.resume``.
+
+    The recorded settings are reused; --dataset, --seed, --epochs and --set may repeat them but not
+    change them (the continued run would no longer be the recorded one). --quiet and the checkpoint
+    options may change.
+
+    Raises:
+      ValueError: naming each conflicting setting.
+    """
+    from specrage_jax.experiment import config_differences, read_run_record
+
+    record = read_run_record(args.resume)
+    recorded = config_from_dict(record["config"])
+    problems = []
+    if args.out is not None and Path(args.out).absolute() != Path(args.resume).absolute():
+        problems.append(f"--out {args.out} (a resumed run writes to its own directory {args.resume})")
+    if args.dataset is not None and args.dataset != record["dataset"]:
+        problems.append(f"--dataset {args.dataset} (recorded: {record['dataset']})")
+    if args.seed is not None and args.seed != record["seed"]:
+        problems.append(f"--seed {args.seed} (recorded: {record['seed']})")
+    requested = apply_overrides(recorded, args.overrides)
+    if args.epochs is not None:
+        requested = _with_section(requested, "train", epochs=args.epochs)
+    problems += config_differences(recorded, requested)
+    if args.checkpoint_every == 0:
+        problems.append("--checkpoint-every 0 (a resumed run keeps checkpointing)")
+    if problems:
+        raise ValueError(f"cannot resume {args.resume} with other settings than it was started with: "
+                         f"{'; '.join(problems)}")
+    config = _with_section(requested, "train", progress=not args.quiet)
+    config = _checkpoint_options(config, args.checkpoint_every, args.keep_checkpoints, _set_keys(args.overrides))
+    return record["dataset"], int(record["seed"]), config, args.data_dir or record.get("data_dir")
 
 
 def metrics_table(result: dict) -> str:
@@ -81,26 +190,128 @@ def metrics_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def run_train(args: argparse.Namespace) -> int:
+    from specrage_jax.checkpoint import CheckpointError
+
+    try:
+        if args.resume is not None:
+            dataset, seed, config, data_dir = resolve_resume(args)
+            out = args.resume
+        else:
+            if args.dataset is None:
+                print("specrage train: --dataset is required (or --resume DIR)", file=sys.stderr)
+                return 2
+            if not is_dataset_name(args.dataset):
+                print(f"specrage: unknown dataset {args.dataset!r}; known: {', '.join(dataset_names())}", file=sys.stderr)
+                return 2
+            dataset, seed, data_dir = args.dataset, 0 if args.seed is None else args.seed, args.data_dir
+            config = resolve_config(dataset, args.epochs, args.overrides, args.quiet,
+                                    checkpoint_every=args.checkpoint_every, keep_checkpoints=args.keep_checkpoints)
+            out = args.out or f"runs/{dataset}-seed{seed}"
+    except ValueError as err:  # CheckpointError included
+        print(f"specrage: {err}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(json.dumps(dataclasses.asdict(config), indent=2))
+        return 0
+    from specrage_jax.experiment import run_experiment
+
+    try:
+        result = run_experiment(dataset, config, seed=seed, out_dir=out, data_dir=data_dir,
+                                figure=not args.no_figure, resume=args.resume is not None)
+    except CheckpointError as err:
+        print(f"specrage: {err}", file=sys.stderr)
+        return 2
+    print(metrics_table(result))
+    resumed = result["training"].get("resumed_from_epoch")
+    if resumed is not None:
+        print(f"resumed from the checkpoint after epoch {resumed}")
+    written = (["metrics.json"] + ([] if args.no_figure else ["embedding.png"])
+               + (["model"] if config.checkpoint.save_model else []))
+    print(f"wrote {', '.join(f'{out}/{name}' for name in written)}")
+    return 0
+
+
+def read_input_views(
+    path: str | Path, expected_dims: Sequence[int], views: Sequence[int] | None = None
+) -> tuple[np.ndarray, ...]:
+    """The views of an embedding input file, samples first: an .npz with view_0 ... (labels not
+    needed) or a multi-view .mat (any layout ``data.loaders`` reads). A view stored features-first
+    is transposed when only its first dimension matches the model's input width.
+
+    Raises:
+      FileNotFoundError, ValueError: naming the file and, for a wrong shape, the view.
+    """
+    from specrage_jax.data.loaders import find_view_sources, npz_view_keys, read_mat_variables, select_views
+    from specrage_jax.data.loaders import dense_float32
+
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"no such input file: {file}")
+    suffix = file.suffix.lower()
+    if suffix == ".npz":
+        with np.load(file, allow_pickle=False) as archive:
+            keys = npz_view_keys(archive.files)
+            if not keys:
+                raise ValueError(f"{file}: no views found; expected keys view_0, view_1, ...; found {archive.files}")
+            arrays = [archive[key] for key in keys]
+    elif suffix == ".mat":
+        arrays = [source.array for source in find_view_sources(read_mat_variables(file), None, file=str(file))]
+    else:
+        raise ValueError(f"{file}: unknown input file type {suffix!r}; expected .npz or .mat")
+    chosen = select_views(len(arrays), views, file=str(file))
+    arrays = [arrays[v] for v in chosen]
+    if len(arrays) != len(expected_dims):
+        raise ValueError(f"{file}: {len(arrays)} views, the model was trained on {len(expected_dims)} "
+                         f"(input widths {list(expected_dims)}); pick views with --views")
+    oriented = []
+    for v, (array, dim) in enumerate(zip(arrays, expected_dims)):
+        if array.ndim != 2:
+            raise ValueError(f"{file}: view {v} must be 2-D (n_samples, n_features), got shape {array.shape}")
+        if array.shape[1] != dim and array.shape[0] == dim:
+            array = array.T
+        if array.shape[1] != dim:
+            raise ValueError(f"{file}: view {v} has shape {tuple(array.shape)}; the model expects {dim} features")
+        oriented.append(dense_float32(array))
+    return tuple(oriented)
+
+
+def save_npy_atomic(path: str | Path, array: np.ndarray) -> None:
+    """numpy.save through a temporary file and a rename (no torn file on a crash)."""
+    final = Path(path)
+    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            np.save(handle, array)
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def run_embed(args: argparse.Namespace) -> int:
+    from specrage_jax.experiment import load_pipeline
+
+    try:
+        views = None if args.views is None else [int(v) for v in args.views.split(",") if v.strip()]
+        pipeline = load_pipeline(args.checkpoint)
+        inputs = read_input_views(args.input, pipeline.input_dims, views)
+        y, weights = pipeline.transform(inputs, batch_size=args.batch_size)
+    except (ValueError, FileNotFoundError) as err:  # CheckpointError is a ValueError
+        print(f"specrage: {err}", file=sys.stderr)
+        return 2
+    save_npy_atomic(args.output, y)
+    if args.weights:
+        save_npy_atomic(args.weights, weights)
+    print(f"wrote {args.output} ({y.shape[0]} x {y.shape[1]})" + (f" and {args.weights}" if args.weights else ""))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "train":
-        if not is_dataset_name(args.dataset):
-            print(f"specrage: unknown dataset {args.dataset!r}; known: {', '.join(dataset_names())}", file=sys.stderr)
-            return 2
-        try:
-            config = resolve_config(args.dataset, args.epochs, args.overrides, args.quiet)
-        except ValueError as err:
-            print(f"specrage: {err}", file=sys.stderr)
-            return 2
-        if args.print_config:
-            print(json.dumps(dataclasses.asdict(config), indent=2))
-            return 0
-        from specrage_jax.experiment import run_experiment
-
-        out = args.out or f"runs/{args.dataset}-seed{args.seed}"
-        result = run_experiment(args.dataset, config, seed=args.seed, out_dir=out, data_dir=args.data_dir)
-        print(metrics_table(result))
-        print(f"wrote {out}/metrics.json and {out}/embedding.png")
+        return run_train(args)
+    if args.command == "embed":
+        return run_embed(args)
     return 0
 
 

@@ -180,6 +180,26 @@ class EvalConfig:
 
 
 @dataclass(frozen=True)
+class CheckpointConfig:
+    """Periodic training checkpoints (orbax) under OUT/checkpoints, and the inference model OUT/model.
+
+    Neither changes what is trained: a run resumed from a checkpoint ends bitwise equal (on one
+    CPU) to the same run uninterrupted.
+    """
+
+    every_epochs: int = _f(0, "save a training checkpoint every N epochs (0: off); `specrage train` defaults to 1")
+    min_seconds: float = _f(0.0, "skip a due checkpoint until this many seconds have passed since the last one "
+                                 "(or the start of training); `specrage train` defaults to 60 with every_epochs 1")
+    keep: int = _f(3, "training checkpoints kept (the newest)")
+    save_model: bool = _f(True, "write the inference model (weights, R^-1, scalers, encoders) to OUT/model")
+
+    def __post_init__(self) -> None:
+        if self.every_epochs < 0 or self.keep < 1 or self.min_seconds < 0:
+            raise ValueError(f"checkpoint.every_epochs and checkpoint.min_seconds must be >= 0 and checkpoint.keep "
+                             f">= 1; got {self.every_epochs}, {self.min_seconds}, {self.keep}")
+
+
+@dataclass(frozen=True)
 class ExperimentConfig:
     """Everything one training run needs; sections are the dataclasses above."""
 
@@ -191,6 +211,7 @@ class ExperimentConfig:
     autoencoder: AutoencoderConfig = field(default_factory=AutoencoderConfig)
     data: DataConfig = field(default_factory=DataConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
 
 
 def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
@@ -304,4 +325,36 @@ def describe_fields(config: ExperimentConfig) -> list[tuple[str, str, str]]:
 
 
 def config_to_dict(config: ExperimentConfig) -> dict[str, Any]:
+    """The configuration as plain JSON-able values (tuples become lists); inverse: :func:`config_from_dict`."""
     return dataclasses.asdict(config)
+
+
+def section_from_dict(cls: type, values: dict[str, Any], *, section: str = "") -> Any:
+    """One config section rebuilt from :func:`config_to_dict` output (lists back to tuples).
+
+    Fields missing from ``values`` take their defaults (a record written before a field existed
+    still loads); an unknown field is an error.
+
+    Raises:
+      ValueError: naming the section and the unknown field, or the value the section rejects.
+    """
+    name = section or cls.__name__
+    if not isinstance(values, dict):
+        raise ValueError(f"config section {name!r} must be a mapping, got {type(values).__name__}")
+    hints = _field_types(cls)
+    unknown = sorted(set(values) - set(hints))
+    if unknown:
+        raise ValueError(f"config section {name!r}: unknown fields {unknown}; known: {', '.join(hints)}")
+    kwargs = {key: tuple(value) if isinstance(value, list) else value for key, value in values.items()}
+    return cls(**kwargs)
+
+
+def config_from_dict(values: dict[str, Any]) -> ExperimentConfig:
+    """An ExperimentConfig from :func:`config_to_dict` output; missing sections take defaults."""
+    sections = {f.name: f for f in dataclasses.fields(ExperimentConfig)}
+    unknown = sorted(set(values) - set(sections))
+    if unknown:
+        raise ValueError(f"unknown config sections {unknown}; known: {', '.join(sections)}")
+    hints = _field_types(ExperimentConfig)
+    return ExperimentConfig(**{key: section_from_dict(hints[key], value, section=key)
+                               for key, value in values.items()})

@@ -2,6 +2,17 @@
 
 The CLI is a thin shell around :func:`run_experiment`; notebooks and experiment scripts call
 the pieces directly.
+
+With an output directory OUT a run also writes (see BUILD_NOTES.md, "Checkpoints"):
+
+    OUT/metrics.json, OUT/embedding.png
+    OUT/model/                 the inference pipeline: SpecRaGE model + scalers + AE encoders
+    OUT/checkpoints/run.json   dataset, seed, configuration, data fingerprint, status
+    OUT/checkpoints/pretrained/  the pre-trained nets (autoencoders, Siamese), for resume
+    OUT/checkpoints/epoch_<N>/   training checkpoints (``checkpoint.every_epochs`` > 0)
+
+``run_experiment(..., resume=True)`` continues a killed run from its newest readable training
+checkpoint and ends with the metrics the uninterrupted run writes.
 """
 
 from __future__ import annotations
@@ -10,24 +21,33 @@ import dataclasses
 import json
 import os
 import platform
+import shutil
 import time
+import warnings
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
+from flax import nnx
 
-from specrage_jax.config import ExperimentConfig, config_to_dict
-from specrage_jax.data import MultiViewData, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
+from specrage_jax.autoencoder import Autoencoder, train_autoencoder
+from specrage_jax.checkpoint import (
+    CheckpointError, LoadedModel, TrainingCheckpointer, library_version, load_model, read_record,
+    restore_items, save_model, save_trees, tree_from_nested, check_compatible,
+)
+from specrage_jax.config import ExperimentConfig, config_from_dict, config_to_dict
+from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
 from specrage_jax.embed import embed
 from specrage_jax.evaluate import kmeans_metrics, svm_metrics
 from specrage_jax.ops.ortho import orthogonality_error
-from specrage_jax.autoencoder import train_autoencoder
-from specrage_jax.pretrain import TrainedNet
-from specrage_jax.siamese import train_siamese
+from specrage_jax.pretrain import NetState, TrainedNet, create_net_state
+from specrage_jax.siamese import siamese_net, train_siamese
 from specrage_jax.steps import SpecRaGEState, create_state
 from specrage_jax.train import History, estimate_view_scales, fit
+from specrage_jax.validation import as_view_arrays
 
 
 @dataclass(frozen=True)
@@ -40,6 +60,7 @@ class PreparedSplits:
     train_labels: np.ndarray
     val_labels: np.ndarray
     test_labels: np.ndarray
+    scalers: tuple[ViewScaler, ...] = ()
 
 
 def prepare_splits(data: MultiViewData, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
@@ -51,7 +72,7 @@ def prepare_splits(data: MultiViewData, config: ExperimentConfig, *, seed: int) 
     return PreparedSplits(
         train=apply_view_scalers(scalers, train.views), val=apply_view_scalers(scalers, val.views),
         test=apply_view_scalers(scalers, test.views),
-        train_labels=train.labels, val_labels=val.labels, test_labels=test.labels,
+        train_labels=train.labels, val_labels=val.labels, test_labels=test.labels, scalers=scalers,
     )
 
 
@@ -64,33 +85,69 @@ class SplitCodes:
     test: tuple[np.ndarray, ...]
 
 
-def encode_splits(trainer: Callable[..., TrainedNet], splits: PreparedSplits, stage_config: Any,
-                  config: ExperimentConfig, *, seed: int) -> SplitCodes:
-    """One net per view trained on that view's training rows by ``trainer``; its codes for every split."""
-    nets = [trainer(x, stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
-            for v, x in enumerate(splits.train)]
+@dataclass(frozen=True)
+class PretrainedNets:
+    """The pre-training stages' nets, one per view; None where the stage is disabled."""
 
-    def encode(views: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-        return tuple(net.encode(x) for net, x in zip(nets, views))
+    autoencoders: tuple[TrainedNet, ...] | None = None
+    siamese: tuple[TrainedNet, ...] | None = None
 
-    return SplitCodes(train=encode(splits.train), val=encode(splits.val), test=encode(splits.test))
+
+@dataclass(frozen=True)
+class PretrainResult:
+    """Splits after the autoencoders, Siamese codes (None when disabled), the nets, timings (s)."""
+
+    splits: PreparedSplits
+    codes: SplitCodes | None
+    nets: PretrainedNets
+    timings: dict[str, float]
+
+
+def train_view_nets(trainer: Callable[..., TrainedNet], views: Sequence[np.ndarray], stage_config: Any,
+                    config: ExperimentConfig, *, seed: int) -> tuple[TrainedNet, ...]:
+    """One net per view, trained by ``trainer`` on that view's training rows (seed + v)."""
+    return tuple(trainer(x, stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
+                 for v, x in enumerate(views))
+
+
+def encode_views(nets: Sequence[TrainedNet], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """nets[v].encode(view v): V arrays (n, d_v) -> V arrays (n, c_v)."""
+    return tuple(net.encode(x) for net, x in zip(nets, views))
+
+
+def encode_splits(nets: Sequence[TrainedNet], splits: PreparedSplits) -> SplitCodes:
+    """Every split through the per-view nets."""
+    return SplitCodes(train=encode_views(nets, splits.train), val=encode_views(nets, splits.val),
+                      test=encode_views(nets, splits.test))
+
+
+def run_pretraining(splits: PreparedSplits, config: ExperimentConfig, *, seed: int,
+                    restored: PretrainedNets | None = None) -> PretrainResult:
+    """The optional pre-training stages, in the paper's order: autoencoder, then Siamese nets on
+    the autoencoded views. A stage whose nets are in ``restored`` (a resumed run) is not retrained."""
+    restored = restored or PretrainedNets()
+    timings: dict[str, float] = {}
+    autoencoders = siamese = codes = None
+    if config.autoencoder.enabled:
+        start = time.perf_counter()
+        autoencoders = restored.autoencoders or train_view_nets(train_autoencoder, splits.train, config.autoencoder,
+                                                                config, seed=seed)
+        embedded = encode_splits(autoencoders, splits)
+        splits = dataclasses.replace(splits, train=embedded.train, val=embedded.val, test=embedded.test)
+        timings["autoencoder_seconds"] = time.perf_counter() - start
+    if config.siamese.enabled:
+        start = time.perf_counter()
+        siamese = restored.siamese or train_view_nets(train_siamese, splits.train, config.siamese, config, seed=seed)
+        codes = encode_splits(siamese, splits)
+        timings["siamese_seconds"] = time.perf_counter() - start
+    return PretrainResult(splits=splits, codes=codes, nets=PretrainedNets(autoencoders, siamese), timings=timings)
 
 
 def pretrain(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[PreparedSplits, SplitCodes | None, dict[str, float]]:
-    """The optional pre-training stages, in the paper's order: autoencoder, then Siamese nets.
-    Returns the (possibly autoencoded) splits, the Siamese codes (None when disabled) and timings."""
-    timings: dict[str, float] = {}
-    if config.autoencoder.enabled:
-        start = time.perf_counter()
-        embedded = encode_splits(train_autoencoder, splits, config.autoencoder, config, seed=seed)
-        splits = dataclasses.replace(splits, train=embedded.train, val=embedded.val, test=embedded.test)
-        timings["autoencoder_seconds"] = time.perf_counter() - start
-    codes = None
-    if config.siamese.enabled:
-        start = time.perf_counter()
-        codes = encode_splits(train_siamese, splits, config.siamese, config, seed=seed)
-        timings["siamese_seconds"] = time.perf_counter() - start
-    return splits, codes, timings
+    """The optional pre-training stages (see :func:`run_pretraining`): the (possibly autoencoded)
+    splits, the Siamese codes (None when disabled) and timings."""
+    result = run_pretraining(splits, config, seed=seed)
+    return result.splits, result.codes, result.timings
 
 
 def with_n_components(config: ExperimentConfig, n_classes: int) -> ExperimentConfig:
@@ -101,9 +158,14 @@ def with_n_components(config: ExperimentConfig, n_classes: int) -> ExperimentCon
 
 
 def train_on_splits(
-    splits: PreparedSplits, config: ExperimentConfig, *, seed: int, codes: SplitCodes | None = None
+    splits: PreparedSplits, config: ExperimentConfig, *, seed: int, codes: SplitCodes | None = None,
+    checkpointer: TrainingCheckpointer | None = None, resume: bool = False,
 ) -> tuple[SpecRaGEState, History]:
-    """Global Gaussian scales from the training split's affinity inputs, a fresh state, :func:`fit`."""
+    """Global Gaussian scales from the training split's affinity inputs, a fresh state, :func:`fit`.
+
+    ``checkpointer`` saves training checkpoints; with ``resume`` training continues from its
+    newest readable one (from scratch, with a warning, when there is none).
+    """
     view_dims = [v.shape[1] for v in splits.train]
     train_codes = None if codes is None else codes.train
     scales = None
@@ -111,8 +173,17 @@ def train_on_splits(
         scales = estimate_view_scales(train_codes or splits.train, config.graph, config.train.batch_size, seed=seed)
     state = create_state(view_dims, config.model, config.graph, config.ortho,
                          learning_rate=config.train.learning_rate, seed=seed, view_scales=scales)
+    progress = None
+    if resume:
+        if checkpointer is None:
+            raise ValueError("resume=True needs a checkpointer (checkpoint.every_epochs > 0)")
+        restored = checkpointer.restore_latest(state)
+        if restored is None:
+            warnings.warn(f"no training checkpoint in {checkpointer.directory}; training from epoch 0", stacklevel=2)
+        else:
+            state, progress = restored.state, restored.progress
     return fit(state, splits.train, splits.val, config.train, seed=seed, train_codes=train_codes,
-               val_codes=None if codes is None else codes.val)
+               val_codes=None if codes is None else codes.val, checkpointer=checkpointer, resume=progress)
 
 
 def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
@@ -144,44 +215,398 @@ def environment_info() -> dict[str, str]:
             "devices": str(jax.devices()), "machine": platform.machine()}
 
 
+# --- pre-trained nets on disk -----------------------------------------------------------------
+
+PRETRAINED_FORMAT_VERSION = 1
+PIPELINE_FORMAT_VERSION = 1
+
+
+def _stage_module(stage: str, in_dim: int, config: ExperimentConfig) -> nnx.Module:
+    if stage == "autoencoder":
+        return Autoencoder(in_dim, config.autoencoder, rngs=nnx.Rngs(0))
+    return siamese_net(in_dim, config.siamese, seed=0)
+
+
+def _stage_nets(nets: PretrainedNets) -> dict[str, tuple[TrainedNet, ...]]:
+    return {stage: found for stage, found in (("autoencoder", nets.autoencoders), ("siamese", nets.siamese)) if found}
+
+
+def save_pretrained_nets(directory: str | Path, nets: PretrainedNets, config: ExperimentConfig) -> Path:
+    """Writes the pre-trained nets' parameters (not their codes: the nets' size does not grow with
+    n, and their codes are recomputed bitwise equal by the same jitted forward pass) and losses."""
+    stages = _stage_nets(nets)
+    trees = {stage: {f"view_{v}": net.state.params for v, net in enumerate(found)} for stage, found in stages.items()}
+    record = {
+        "format": "specrage_jax", "kind": "pretrained", "format_version": PRETRAINED_FORMAT_VERSION,
+        "library_version": library_version(), "config": config_to_dict(config),
+        "stages": {stage: {"in_dims": [_net_in_dim(net) for net in found],
+                           "losses": [list(net.losses) for net in found], "submodule": found[0].submodule}
+                   for stage, found in stages.items()},
+    }
+    return save_trees(directory, {"arrays": trees}, record, overwrite=True)
+
+
+def _net_in_dim(net: TrainedNet) -> int:
+    """Input width of a pre-trained MLP (its first kernel's rows)."""
+    first = [leaf for path, leaf in jax.tree_util.tree_flatten_with_path(net.state.params)[0]
+             if "kernel" in jax.tree_util.keystr(path)][0]
+    return int(first.shape[0])
+
+
+def load_pretrained_nets(directory: str | Path, config: ExperimentConfig) -> PretrainedNets:
+    """The nets saved by :func:`save_pretrained_nets`, rebuilt for ``config``.
+
+    Raises:
+      CheckpointError: missing, damaged, or saved for another configuration.
+    """
+    path = Path(directory)
+    record = read_record(path)
+    check_compatible(record, kind="pretrained", max_version=PRETRAINED_FORMAT_VERSION, where=path)
+    saved = record.get("config", {})
+    for section in ("autoencoder", "siamese"):
+        if saved.get(section) != json.loads(json.dumps(config_to_dict(config)[section])):
+            raise CheckpointError(f"{path}: the pre-trained nets were saved with another {section} configuration")
+    arrays = restore_items(path, ["arrays"], record).get("arrays", {})
+    found: dict[str, tuple[TrainedNet, ...]] = {}
+    for stage, info in record["stages"].items():
+        nets = []
+        for v, (in_dim, losses) in enumerate(zip(info["in_dims"], info["losses"])):
+            template = create_net_state(_stage_module(stage, in_dim, config), 1.0)
+            params = tree_from_nested(template.params, arrays[stage][f"view_{v}"], where=f"{path} ({stage} view {v})")
+            nets.append(TrainedNet(state=template.replace(params=params), losses=tuple(losses),
+                                   submodule=info["submodule"]))
+        found[stage] = tuple(nets)
+    return PretrainedNets(autoencoders=found.get("autoencoder"), siamese=found.get("siamese"))
+
+
+# --- the inference pipeline: scalers, autoencoder encoders, SpecRaGE model ----------------------
+
+
+@dataclass(frozen=True)
+class InferencePipeline:
+    """What embeds new raw samples as the run embedded its test split: per-view scaling (fitted
+    on the training split), the autoencoder encoders (if the run used them), the model."""
+
+    model: LoadedModel
+    scalers: tuple[ViewScaler, ...]
+    encoders: tuple[TrainedNet, ...] | None
+    input_dims: tuple[int, ...]
+    view_names: tuple[str, ...]
+
+    def preprocess(self, views: Sequence[np.ndarray], *, what: str = "input") -> tuple[np.ndarray, ...]:
+        """Raw views (n, input_dims[v]) -> the model's inputs; errors name the view."""
+        arrays = as_view_arrays(views, what=what)
+        if len(arrays) != len(self.input_dims):
+            raise ValueError(f"{what}: {len(arrays)} views given, the model was trained on {len(self.input_dims)} "
+                             f"({', '.join(f'{n}: {d} features' for n, d in zip(self.view_names, self.input_dims))})")
+        for v, (array, dim) in enumerate(zip(arrays, self.input_dims)):
+            if array.shape[1] != dim:
+                raise ValueError(f"{what}: view {v} ({self.view_names[v]}) has {array.shape[1]} features, "
+                                 f"the model was trained on {dim}")
+        if self.scalers:
+            arrays = apply_view_scalers(self.scalers, arrays)
+        if self.encoders:
+            arrays = encode_views(self.encoders, arrays)
+        return tuple(arrays)
+
+    def transform(self, views: Sequence[np.ndarray], *, batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+        """(Y (n, k), view weights (n, V)) of raw views."""
+        return embed(self.model.state, self.preprocess(views), batch_size=batch_size)
+
+
+def save_inference_model(
+    directory: str | Path, state: SpecRaGEState, config: ExperimentConfig, *, scalers: Sequence[ViewScaler],
+    autoencoders: Sequence[TrainedNet] | None, input_dims: Sequence[int], view_names: Sequence[str],
+    dataset: str, seed: int,
+) -> Path:
+    """:func:`checkpoint.save_model` of the state with the scalers' offset/scale per view and the
+    autoencoders' encoder parameters, and what rebuilds them (configuration, input dims)."""
+    extra: dict[str, Any] = {"scalers": {f"view_{v}": {"offset": s.offset, "scale": s.scale}
+                                         for v, s in enumerate(scalers)}}
+    if autoencoders:
+        extra["autoencoder"] = {f"view_{v}": net.state.params["encoder"] for v, net in enumerate(autoencoders)}
+    metadata = {
+        "pipeline_format_version": PIPELINE_FORMAT_VERSION, "dataset": dataset, "seed": seed,
+        "input_dims": [int(d) for d in input_dims], "view_names": list(view_names),
+        "experiment_config": config_to_dict(config),
+    }
+    return save_model(directory, state, metadata=metadata, extra_trees=extra, overwrite=True,
+                      model_config=config.model)
+
+
+def model_directory(directory: str | Path) -> Path:
+    """DIR/model when DIR is a run's output directory, else DIR itself."""
+    path = Path(directory)
+    return path / "model" if (path / "model").is_dir() else path
+
+
+def load_pipeline(directory: str | Path) -> InferencePipeline:
+    """The inference pipeline in DIR/model (a run's output directory) or DIR (a model directory).
+
+    A model saved by :func:`checkpoint.save_model` without pipeline metadata embeds its inputs as
+    given (no scaling, no encoders).
+
+    Raises:
+      CheckpointError: see :func:`checkpoint.load_model`.
+    """
+    path = model_directory(directory)
+    model = load_model(path)
+    meta = model.metadata
+    view_dims = tuple(model.record["view_dims"])
+    if "pipeline_format_version" not in meta:
+        names = tuple(f"view{v}" for v in range(len(view_dims)))
+        return InferencePipeline(model=model, scalers=(), encoders=None, input_dims=view_dims, view_names=names)
+    if meta["pipeline_format_version"] > PIPELINE_FORMAT_VERSION:
+        raise CheckpointError(f"{path}: pipeline format {meta['pipeline_format_version']} is newer than this "
+                              f"specrage_jax reads ({PIPELINE_FORMAT_VERSION})")
+    try:
+        config = config_from_dict(meta["experiment_config"])
+        input_dims = tuple(int(d) for d in meta["input_dims"])
+        saved = model.extra_trees.get("scalers", {})
+        scalers = tuple(ViewScaler(offset=saved[f"view_{v}"]["offset"], scale=saved[f"view_{v}"]["scale"])
+                        for v in range(len(input_dims)))
+        encoders = None
+        if config.autoencoder.enabled:
+            encoders = tuple(_encoder(model.extra_trees["autoencoder"][f"view_{v}"], d, config, f"{path} view {v}")
+                             for v, d in enumerate(input_dims))
+    except (KeyError, TypeError, ValueError) as err:
+        if isinstance(err, CheckpointError):
+            raise
+        raise CheckpointError(f"{path}: the pipeline record is incomplete ({type(err).__name__}: {err})") from None
+    return InferencePipeline(model=model, scalers=scalers, encoders=encoders, input_dims=input_dims,
+                             view_names=tuple(meta.get("view_names") or (f"view{v}" for v in range(len(input_dims)))))
+
+
+def _encoder(saved: dict[str, Any], in_dim: int, config: ExperimentConfig, where: str) -> TrainedNet:
+    encoder = Autoencoder(in_dim, config.autoencoder, rngs=nnx.Rngs(0)).encoder
+    graphdef, params = nnx.split(encoder, nnx.Param)
+    params = tree_from_nested(params, saved, where=where)
+    state = NetState(params=params, opt_state=(), graphdef=graphdef, learning_rate=config.autoencoder.learning_rate)
+    return TrainedNet(state=state, losses=())
+
+
+# --- runs: the record that resume checks --------------------------------------------------------
+
+RUN_RECORD = "run.json"
+RUN_FORMAT_VERSION = 1
+
+
+def data_fingerprint(data: MultiViewData) -> dict[str, Any]:
+    """Sample count, view dims and a CRC32 of every view and the labels (resume refuses other data)."""
+    crc = 0
+    for array in (*data.views, data.labels):
+        crc = zlib.crc32(np.ascontiguousarray(array).tobytes(), crc)
+    return {"n_samples": int(data.labels.shape[0]), "view_dims": [int(d) for d in data.view_dims],
+            "crc32": f"{crc:08x}"}
+
+
+def comparable_config(config: ExperimentConfig) -> dict[str, Any]:
+    """The configuration without what does not change results (checkpointing, progress bars)."""
+    values = json.loads(json.dumps(config_to_dict(config)))
+    values.pop("checkpoint", None)
+    values["train"].pop("progress", None)
+    return values
+
+
+def config_differences(recorded: ExperimentConfig, requested: ExperimentConfig) -> list[str]:
+    """["section.field: recorded -> requested", ...] over the fields that change results."""
+    a, b = comparable_config(recorded), comparable_config(requested)
+    return [f"{section}.{name}: {a[section].get(name)!r} -> {b.get(section, {}).get(name)!r}"
+            for section in a for name in a[section] if a[section].get(name) != b.get(section, {}).get(name)]
+
+
+def read_run_record(out_dir: str | Path) -> dict[str, Any]:
+    """OUT/checkpoints/run.json of an earlier run.
+
+    Raises:
+      CheckpointError: when there is none or it cannot be read.
+    """
+    path = Path(out_dir) / "checkpoints" / RUN_RECORD
+    if not path.is_file():
+        raise CheckpointError(f"nothing to resume in {out_dir}: no {path} (was it trained with checkpoints on, "
+                              f"--checkpoint-every > 0?)")
+    try:
+        record = json.loads(path.read_text())
+        config_from_dict(record["config"])
+    except (ValueError, KeyError, TypeError) as err:
+        raise CheckpointError(f"{path} is damaged: {err}") from None
+    if record.get("kind") != "run" or record.get("format_version", 0) > RUN_FORMAT_VERSION:
+        raise CheckpointError(f"{path} is not a run record this specrage_jax ({library_version()}) reads")
+    return record
+
+
+def _check_resume(record: dict[str, Any], dataset: str, seed: int, config: ExperimentConfig,
+                  fingerprint: dict[str, Any], where: Path) -> None:
+    problems = []
+    if record["dataset"] != dataset:
+        problems.append(f"dataset {record['dataset']!r} -> {dataset!r}")
+    if record["seed"] != seed:
+        problems.append(f"seed {record['seed']} -> {seed}")
+    problems += config_differences(config_from_dict(record["config"]), config)
+    if record.get("data") != fingerprint:
+        problems.append(f"data {record.get('data')} -> {fingerprint}")
+    if problems:
+        raise CheckpointError(f"cannot resume {where}: the run was recorded with other settings "
+                              f"({'; '.join(problems)}); resume with the recorded ones or start a new run in "
+                              f"another directory")
+
+
+def _start_run(ckpt_dir: Path, record: dict[str, Any], *, resume: bool) -> None:
+    """Checks and writes OUT/checkpoints/run.json. A fresh run refuses to overwrite the checkpoints of
+    a run that was interrupted (status 'running'); those of a finished or failed run are replaced."""
+    run_file = ckpt_dir / RUN_RECORD
+    if not resume and run_file.is_file():
+        try:
+            earlier = json.loads(run_file.read_text())
+        except ValueError:
+            earlier = {}
+        if earlier.get("status") == "running":
+            raise CheckpointError(f"{ckpt_dir} holds the checkpoints of an interrupted run "
+                                  f"({earlier.get('dataset')}, seed {earlier.get('seed')}); continue it with "
+                                  f"--resume {ckpt_dir.parent}, or delete {ckpt_dir} / choose another output directory")
+    if not resume and ckpt_dir.exists():
+        shutil.rmtree(ckpt_dir)
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(run_file, {**record, "status": "running"})
+
+
+def _set_run_status(ckpt_dir: Path, status: str) -> None:
+    run_file = ckpt_dir / RUN_RECORD
+    write_json_atomic(run_file, {**json.loads(run_file.read_text()), "status": status})
+
+
+def _pretrain_for_run(splits: PreparedSplits, config: ExperimentConfig, *, seed: int, ckpt_dir: Path | None,
+                      resume: bool) -> PretrainResult:
+    """Pre-training, restoring the nets of a resumed run and saving them for a later resume."""
+    if not (config.autoencoder.enabled or config.siamese.enabled):
+        return run_pretraining(splits, config, seed=seed)
+    restored = None
+    saved_dir = None if ckpt_dir is None else ckpt_dir / "pretrained"
+    if resume and saved_dir is not None and saved_dir.exists():
+        try:
+            restored = load_pretrained_nets(saved_dir, config)
+        except CheckpointError as err:
+            warnings.warn(f"{err}; training the pre-training nets again", stacklevel=2)
+    result = run_pretraining(splits, config, seed=seed, restored=restored)
+    if saved_dir is not None and restored is None:
+        save_pretrained_nets(saved_dir, result.nets, config)
+    return result
+
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """What one training run produced: the metrics record, the trained state, the pre-training
+    result (splits after the autoencoders, nets), and the test embedding (n_test, k) with its
+    view weights (n_test, V)."""
+
+    result: dict[str, Any]
+    state: SpecRaGEState
+    pretrained: PretrainResult
+    y_test: np.ndarray
+    alpha_test: np.ndarray
+
+
 def run_experiment(
     dataset: str, config: ExperimentConfig, *, seed: int, out_dir: str | Path | None = None,
-    data_dir: str | None = None, figure: bool = True,
+    data_dir: str | None = None, figure: bool = True, resume: bool = False,
 ) -> dict[str, Any]:
-    """Trains and evaluates on ``dataset``; with ``out_dir`` writes metrics.json and embedding.png.
+    """Trains and evaluates on ``dataset``; with ``out_dir`` writes metrics.json, embedding.png, the
+    inference model OUT/model (``checkpoint.save_model``) and, with ``checkpoint.every_epochs`` > 0,
+    training checkpoints under OUT/checkpoints.
+
+    ``resume`` continues the interrupted run in ``out_dir`` (same dataset, seed and configuration,
+    checked against OUT/checkpoints/run.json, up to the checkpoint section and progress bars).
 
     Returns the metrics dictionary (metrics are fractions in [0, 1]).
+
+    Raises:
+      CheckpointError (a ValueError): nothing to resume; a resume whose settings or data differ
+        from the recorded run; a fresh run over the checkpoints of an interrupted one; an
+        incompatible checkpoint.
     """
     start = time.perf_counter()
     data = load_dataset(dataset, seed=seed, data_dir=data_dir)
     config = with_n_components(config, data.n_classes)
-    splits = prepare_splits(data, config, seed=seed)
-    train_start = time.perf_counter()
-    splits, codes, stage_seconds = pretrain(splits, config, seed=seed)
-    fit_start = time.perf_counter()
-    state, history = train_on_splits(splits, config, seed=seed, codes=codes)
-    stage_seconds["specrage_seconds"] = time.perf_counter() - fit_start
-    train_seconds = time.perf_counter() - train_start
-    eval_start = time.perf_counter()
-    test_metrics, y_test, alpha_test = evaluate_state(state, splits, config, seed=seed)
-    result: dict[str, Any] = {
-        "dataset": dataset, "seed": seed,
-        "n_samples": {"train": len(splits.train_labels), "val": len(splits.val_labels), "test": len(splits.test_labels)},
-        "view_dims": list(data.view_dims),
-        "test": test_metrics,
-        "timing": {"train_seconds": train_seconds, **stage_seconds, "eval_seconds": time.perf_counter() - eval_start,
-                   "total_seconds": time.perf_counter() - start},
-        "training": history.as_dict(),
-        "config": config_to_dict(config),
-        "environment": environment_info(),
-    }
-    if out_dir is not None:
-        out = Path(out_dir)
+    out = None if out_dir is None else Path(out_dir)
+    ckpt_dir = None if out is None or not config.checkpoint.every_epochs else out / "checkpoints"
+    if resume and ckpt_dir is None:
+        raise ValueError("resume needs an output directory and checkpoint.every_epochs > 0")
+    if ckpt_dir is not None:
+        fingerprint = data_fingerprint(data)
+        if resume:
+            _check_resume(read_run_record(out), dataset, seed, config, fingerprint, out)
+        _start_run(ckpt_dir, {"format": "specrage_jax", "kind": "run", "format_version": RUN_FORMAT_VERSION,
+                              "library_version": library_version(), "dataset": dataset, "seed": seed,
+                              "data_dir": data_dir, "config": config_to_dict(config), "data": fingerprint},
+                   resume=resume)
+    try:
+        outputs = train_and_evaluate(data, config, seed=seed, dataset=dataset, ckpt_dir=ckpt_dir, resume=resume)
+    except BaseException:
+        if ckpt_dir is not None:
+            _set_run_status(ckpt_dir, "failed")
+        raise
+    result = outputs.result
+    if out is not None:
         out.mkdir(parents=True, exist_ok=True)
+        if config.checkpoint.save_model:
+            save_start = time.perf_counter()
+            save_inference_model(out / "model", outputs.state, config, scalers=outputs.pretrained.splits.scalers,
+                                 autoencoders=outputs.pretrained.nets.autoencoders, input_dims=data.view_dims,
+                                 view_names=data.view_names, dataset=dataset, seed=seed)
+            result["timing"]["model_save_seconds"] = time.perf_counter() - save_start
+        result["timing"]["total_seconds"] = time.perf_counter() - start
         write_json_atomic(out / "metrics.json", result)
         if figure:
             from specrage_jax.plots import plot_embedding
 
-            plot_embedding(y_test, splits.test_labels, alpha_test, out / "embedding.png",
-                           title=dataset, view_names=data.view_names)
+            plot_embedding(outputs.y_test, outputs.pretrained.splits.test_labels, outputs.alpha_test,
+                           out / "embedding.png", title=dataset, view_names=data.view_names)
+    else:
+        result["timing"]["total_seconds"] = time.perf_counter() - start
+    if ckpt_dir is not None:
+        _set_run_status(ckpt_dir, "complete")
     return result
+
+
+def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: int, dataset: str | None = None,
+                       ckpt_dir: Path | None = None, resume: bool = False) -> RunOutputs:
+    """Split, preprocess, pre-train, train (checkpointing into ``ckpt_dir`` when given; continuing
+    from it with ``resume``) and evaluate; ``config.model.n_components`` must be set. ``dataset``
+    names the data in the record (default ``data.name``)."""
+    dataset = dataset or data.name
+    splits = prepare_splits(data, config, seed=seed)
+    train_start = time.perf_counter()
+    pretrained = _pretrain_for_run(splits, config, seed=seed, ckpt_dir=ckpt_dir, resume=resume)
+    stage_seconds = dict(pretrained.timings)
+    fit_start = time.perf_counter()
+    checkpointer = None
+    if ckpt_dir is not None:
+        checkpointer = TrainingCheckpointer(ckpt_dir, every_epochs=config.checkpoint.every_epochs,
+                                            keep=config.checkpoint.keep, min_seconds=config.checkpoint.min_seconds,
+                                            model_config=config.model,
+                                            metadata={"dataset": dataset, "seed": seed})
+    try:
+        state, history = train_on_splits(pretrained.splits, config, seed=seed, codes=pretrained.codes,
+                                         checkpointer=checkpointer, resume=resume)
+    finally:
+        if checkpointer is not None:
+            checkpointer.close()
+    stage_seconds["specrage_seconds"] = time.perf_counter() - fit_start
+    if checkpointer is not None:
+        stage_seconds["checkpoint_seconds"] = float(sum(checkpointer.save_seconds))
+    train_seconds = time.perf_counter() - train_start
+    eval_start = time.perf_counter()
+    test_metrics, y_test, alpha_test = evaluate_state(state, pretrained.splits, config, seed=seed)
+    ps = pretrained.splits
+    result: dict[str, Any] = {
+        "dataset": dataset, "seed": seed,
+        "n_samples": {"train": len(ps.train_labels), "val": len(ps.val_labels), "test": len(ps.test_labels)},
+        "view_dims": list(data.view_dims),
+        "test": test_metrics,
+        "timing": {"train_seconds": train_seconds, **stage_seconds, "eval_seconds": time.perf_counter() - eval_start},
+        "training": {**history.as_dict(),
+                     "resumed_from_epoch": None if checkpointer is None else checkpointer.resumed_from},
+        "config": config_to_dict(config),
+        "environment": environment_info(),
+    }
+    return RunOutputs(result=result, state=state, pretrained=pretrained, y_test=y_test, alpha_test=alpha_test)

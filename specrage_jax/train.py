@@ -1,12 +1,18 @@
 """The training loop: alternating ortho_step / grad_step on two independent batch streams,
-validation, the plateau schedule and a per-epoch progress bar."""
+validation, the plateau schedule and a per-epoch progress bar.
+
+Batches of epoch e come from ``np.random.default_rng([seed, e, stream])`` (stream 0: gradient
+batches, 1: orthogonalization batches), so the loop's whole random state is (seed, epoch) and a
+run resumed from a checkpoint (:class:`FitProgress`) draws exactly the batches the uninterrupted
+run draws.
+"""
 
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -41,8 +47,44 @@ class History:
     def as_dict(self) -> dict:
         return {
             "stop_reason": self.stop_reason, "steps": self.steps, "batch_size": self.batch_size,
-            "epochs": [r.__dict__ for r in self.epochs],
+            "epochs": [dict(r.__dict__) for r in self.epochs],
         }
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "History":
+        """Inverse of :meth:`as_dict` (a JSON round trip keeps every float exactly)."""
+        records = [EpochRecord(**{**r, "view_weights": tuple(r["view_weights"])}) for r in values["epochs"]]
+        return cls(epochs=records, stop_reason=values["stop_reason"], steps=int(values["steps"]),
+                   batch_size=int(values["batch_size"]))
+
+    def copy(self) -> "History":
+        return History(epochs=list(self.epochs), stop_reason=self.stop_reason, steps=self.steps,
+                       batch_size=self.batch_size)
+
+
+@dataclass(frozen=True)
+class FitProgress:
+    """Where :func:`fit` stands after ``epochs_done`` epochs: everything besides the state's arrays
+    that the rest of the run depends on. Passed to ``fit(resume=...)`` it continues the run
+    exactly (the batch streams are functions of ``(seed, epoch)``)."""
+
+    epochs_done: int
+    learning_rate: float
+    plateau: PlateauState
+    history: History
+    seed: int
+
+
+class EpochCheckpointer(Protocol):
+    """What :func:`fit` calls after every epoch (``checkpoint.TrainingCheckpointer`` is one)."""
+
+    def maybe_save(self, state: SpecRaGEState, progress: FitProgress) -> bool: ...
+
+
+def epoch_rngs(seed: int, epoch: int) -> tuple[np.random.Generator, np.random.Generator]:
+    """(gradient-batch, orthogonalization-batch) generators of one epoch, independent streams
+    determined by (seed, epoch) alone."""
+    return np.random.default_rng([seed, epoch, 0]), np.random.default_rng([seed, epoch, 1])
 
 
 def effective_batch_size(n_train: int, batch_size: int, n_neighbors: int) -> int:
@@ -147,13 +189,21 @@ def fit(
     train_codes: Sequence[np.ndarray] | None = None,
     val_codes: Sequence[np.ndarray] | None = None,
     on_epoch_end: Callable[[SpecRaGEState, EpochRecord], None] | None = None,
+    checkpointer: EpochCheckpointer | None = None,
+    resume: FitProgress | None = None,
 ) -> tuple[SpecRaGEState, History]:
     """Trains ``state`` (Algorithm 1): per step, an ortho_step on one batch, then a grad_step on
     an independently drawn batch; after each epoch the validation loss drives the plateau
     schedule (the training loss does when the validation set is too small for the graph).
 
+    ``checkpointer.maybe_save(state, progress)`` is offered every finished epoch (after the
+    schedule's update, so the progress holds the next epoch's learning rate). ``resume``
+    continues from such a checkpoint: ``state`` must be the checkpoint's state, and the run then
+    ends exactly where the uninterrupted run would.
+
     Raises:
-      ValueError: naming the view, for non-finite, mis-shaped or mismatched inputs.
+      ValueError: naming the view, for non-finite, mis-shaped or mismatched inputs; or a
+        ``resume`` made with another seed or batch size.
       FloatingPointError: if the loss becomes NaN or infinite (the epoch is named).
     """
     train_views, val_views = check_training_inputs(state, train_views, val_views)
@@ -164,14 +214,13 @@ def fit(
     n = train_views[0].shape[0]
     m = effective_batch_size(n, config.batch_size, state.graph.n_neighbors)
     steps = config.steps_per_epoch or math.ceil(n / m)
-    grad_rng, ortho_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
-    history = History(batch_size=m)
-    plateau = PlateauState()
-    lr = config.learning_rate
+    start_epoch, lr, plateau, history = _starting_point(resume, config, seed=seed, batch_size=m)
     state = state.with_learning_rate(lr)
-    bar = tqdm(range(config.epochs), desc="train", unit="epoch", disable=not config.progress, leave=True)
+    bar = tqdm(range(start_epoch, config.epochs), desc="train", unit="epoch", disable=not config.progress,
+               leave=True, initial=start_epoch, total=config.epochs)
     for epoch in bar:
         start = time.perf_counter()
+        grad_rng, ortho_rng = epoch_rngs(seed, epoch)
         grad_idx = batch_indices(n, m, steps, grad_rng)
         ortho_idx = batch_indices(n, m, steps, ortho_rng)
         losses, weights = [], []
@@ -206,7 +255,25 @@ def fit(
         if new_lr != lr:
             lr = new_lr
             state = state.with_learning_rate(lr)
+        if checkpointer is not None:
+            checkpointer.maybe_save(state, FitProgress(epochs_done=epoch + 1, learning_rate=lr, plateau=plateau,
+                                                       history=history.copy(), seed=seed))
     else:
         history.stop_reason = f"completed {config.epochs} epochs"
     bar.close()
     return state, history
+
+
+def _starting_point(
+    resume: FitProgress | None, config: TrainConfig, *, seed: int, batch_size: int
+) -> tuple[int, float, PlateauState, History]:
+    """(first epoch, learning rate, plateau state, history so far) of a fresh or resumed run."""
+    if resume is None:
+        return 0, config.learning_rate, PlateauState(), History(batch_size=batch_size)
+    if resume.seed != seed:
+        raise ValueError(f"cannot resume with seed {seed} a run trained with seed {resume.seed}: "
+                         f"the batches would differ")
+    if resume.history.batch_size != batch_size:
+        raise ValueError(f"cannot resume with batch size {batch_size} a run trained with batch size "
+                         f"{resume.history.batch_size}")
+    return resume.epochs_done, resume.learning_rate, resume.plateau, resume.history.copy()
