@@ -1,5 +1,10 @@
 """specrage_jax: SpecRaGE (multi-view spectral representation learning) in JAX/Flax.
 
+The scikit-learn estimator::
+
+    from specrage_jax import SpecRaGE
+    labels = SpecRaGE(n_clusters=10, random_state=0).fit_predict([x1, x2])
+
 The jitted steps are importable directly::
 
     from specrage_jax import create_state, ortho_step, grad_step, Batch
@@ -17,11 +22,13 @@ from specrage_jax.config import (
     preset,
 )
 from specrage_jax.embed import embed
+from specrage_jax.estimator import SpecRaGE
 from specrage_jax.model import OrthoWeight, SpecRaGENet
 from specrage_jax.steps import (
     Batch, SpecRaGEState, create_state, eval_loss, grad_step, ortho_step, predict, train_step,
 )
 from specrage_jax.train import History, fit
+from specrage_jax.views import ViewSplitter
 
 __version__ = "0.1.0"
 
@@ -35,9 +42,11 @@ __all__ = [
     "ModelConfig",
     "OrthoConfig",
     "OrthoWeight",
+    "SpecRaGE",
     "SpecRaGENet",
     "SpecRaGEState",
     "TrainConfig",
+    "ViewSplitter",
     "apply_overrides",
     "create_state",
     "embed",

@@ -8,27 +8,46 @@ import jax.numpy as jnp
 import numpy as np
 
 from specrage_jax.steps import SpecRaGEState, predict
-from specrage_jax.validation import as_view_arrays, check_view_dims
+from specrage_jax.validation import as_view_arrays, check_view_dims, view_presence
 
 
-def embed(state: SpecRaGEState, views: Sequence[np.ndarray], *, batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+def embed(
+    state: SpecRaGEState,
+    views: Sequence[np.ndarray],
+    *,
+    batch_size: int = 4096,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The fused embedding Y (n, k) and the view weights alpha (n, V) of ``views``.
 
-    Runs in chunks of ``batch_size`` (the last one padded, so one compiled shape serves all
-    chunks); each row depends only on its own sample, so a sample gets the same row alone
-    as in any batch.
+    Every chunk is padded to exactly ``batch_size`` rows, so one compiled shape serves all
+    calls; each row depends only on its own sample, so a sample gets bitwise the same row
+    alone as in any batch. (XLA CPU may round a matrix product differently for another
+    number of rows, so shorter chunks would not guarantee that.)
+
+    Missing views: a view whose row is all NaN, or ``mask`` (n, V) False (True = present), is
+    left out of that sample's fusion: its rows are zeroed before the networks and its weight
+    is 0, the other views' weights renormalized (a softmax with its logit at -inf).
+
+    Raises:
+      ValueError: naming the view for partial-NaN rows, infinite values or a width the model
+        was not built for; naming the sample when all its views are missing.
     """
-    arrays = as_view_arrays(views)
+    arrays = as_view_arrays(views, allow_missing=True)
     check_view_dims(arrays, state.model().view_dims)
+    present = view_presence(arrays, mask)
+    arrays = [np.where(present[:, v, None], a, np.float32(0)) for v, a in enumerate(arrays)]
     n = arrays[0].shape[0]
-    chunk = min(batch_size, n)
     ys, alphas = [], []
-    for start in range(0, n, chunk):
-        rows = [a[start:start + chunk] for a in arrays]
+    for start in range(0, n, batch_size):
+        rows = [a[start:start + batch_size] for a in arrays]
+        rows_mask = present[start:start + batch_size]
         count = rows[0].shape[0]
-        if count < chunk:
-            rows = [np.pad(r, ((0, chunk - count), (0, 0))) for r in rows]
-        y, alpha = predict(state, tuple(jnp.asarray(r) for r in rows))
+        if count < batch_size:
+            pad = batch_size - count
+            rows = [np.pad(r, ((0, pad), (0, 0))) for r in rows]
+            rows_mask = np.pad(rows_mask, ((0, pad), (0, 0)), constant_values=True)
+        y, alpha = predict(state, tuple(jnp.asarray(r) for r in rows), jnp.asarray(rows_mask))
         ys.append(np.asarray(y)[:count])
         alphas.append(np.asarray(alpha)[:count])
     return np.concatenate(ys), np.concatenate(alphas)

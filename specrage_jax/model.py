@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import chex
@@ -25,18 +25,35 @@ class OrthoWeight(nnx.Variable):
     """Non-trainable state of the orthogonalization layer (R^-1, shape (k, k))."""
 
 
+ACTIVATION_NAMES = ("relu", "leaky_relu", "tanh", "gelu", "none")
+
+
+@dataclass(frozen=True)
+class Activation:
+    """An activation function named by value, so that two networks built from equal configs have
+    equal (hashable, picklable) graph definitions and share compiled steps; a lambda or a
+    ``partial`` would compare by identity and force a recompile for every new state."""
+
+    name: str
+    leaky_slope: float = 0.01
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        if self.name == "relu":
+            return jax.nn.relu(x)
+        if self.name == "leaky_relu":
+            return jax.nn.leaky_relu(x, negative_slope=self.leaky_slope)
+        if self.name == "tanh":
+            return jnp.tanh(x)
+        if self.name == "gelu":
+            return jax.nn.gelu(x)
+        return x
+
+
 def activation(name: str, *, leaky_slope: float = 0.01) -> Callable[[jax.Array], jax.Array]:
-    """The activation function called ``name``."""
-    table: dict[str, Callable[[jax.Array], jax.Array]] = {
-        "relu": jax.nn.relu,
-        "leaky_relu": partial(jax.nn.leaky_relu, negative_slope=leaky_slope),
-        "tanh": jnp.tanh,
-        "gelu": jax.nn.gelu,
-        "none": lambda x: x,
-    }
-    if name not in table:
-        raise ValueError(f"unknown activation {name!r}; choose one of {', '.join(table)}")
-    return table[name]
+    """The activation function called ``name`` (one of ACTIVATION_NAMES)."""
+    if name not in ACTIVATION_NAMES:
+        raise ValueError(f"unknown activation {name!r}; choose one of {', '.join(ACTIVATION_NAMES)}")
+    return Activation(name, float(leaky_slope) if name == "leaky_relu" else 0.01)
 
 
 class MLP(nnx.Module):
@@ -72,6 +89,7 @@ class SpecRaGENet(nnx.Module):
         if config.temperature <= 0:
             raise ValueError(f"model.temperature must be > 0, got {config.temperature}")
         k = config.n_components
+        self.config = config  # static (hashable): what rebuilds this network, e.g. for checkpoints
         hidden_act = activation(config.hidden_activation, leaky_slope=config.leaky_relu_slope)
         self.view_dims = tuple(int(d) for d in view_dims)
         self.temperature = float(config.temperature)
@@ -92,18 +110,38 @@ class SpecRaGENet(nnx.Module):
         chex.assert_equal(len(views), len(self.view_nets))
         return jnp.stack([net(x) for net, x in zip(self.view_nets, views)])
 
-    def view_weights(self, views: Sequence[jax.Array]) -> jax.Array:
-        """alpha = softmax(logits / T) on the concatenated views: -> (m, V), rows sum to 1."""
-        logits = self.weighting_net(jnp.concatenate(list(views), axis=1))
-        return jax.nn.softmax(logits / self.temperature, axis=-1)
+    def view_weights(self, views: Sequence[jax.Array], mask: jax.Array | None = None) -> jax.Array:
+        """alpha = softmax(logits / T) on the concatenated views: -> (m, V), rows sum to 1.
 
-    def fuse(self, views: Sequence[jax.Array]) -> tuple[jax.Array, jax.Array]:
-        """(Y~ (m, k), alpha (m, V)): the weighted sum of the view outputs, before R^-1."""
+        ``mask`` (m, V) bool, True = view present: a missing view's logit is -inf, so its
+        weight is exactly 0 and the present views' weights are renormalized. A row with no
+        view present would be NaN; callers reject it (validation.view_presence). The views
+        must already be finite (see :meth:`fuse`).
+        """
+        logits = self.weighting_net(jnp.concatenate(list(views), axis=1)) / self.temperature
+        if mask is not None:
+            chex.assert_shape(mask, (logits.shape[0], len(self.view_nets)))
+            logits = jnp.where(mask, logits, -jnp.inf)
+        return jax.nn.softmax(logits, axis=-1)
+
+    def fuse(self, views: Sequence[jax.Array], mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+        """(Y~ (m, k), alpha (m, V)): the weighted sum of the view outputs, before R^-1.
+
+        With ``mask`` (m, V) bool (True = present), a missing view's rows are replaced by zeros
+        before any network sees them (NaN * 0 is NaN) and its weight is 0, so the sample's
+        fusion uses its present views only.
+        """
+        if mask is not None:
+            chex.assert_shape(mask, (views[0].shape[0], len(views)))
+            views = [jnp.where(mask[:, v, None], x, jnp.zeros((), x.dtype)) for v, x in enumerate(views)]
         per_view = self.view_outputs(views)
-        alpha = self.view_weights(views)
+        alpha = self.view_weights(views, mask)
         return jnp.einsum("vmk,mv->mk", per_view, alpha), alpha
 
-    def __call__(self, views: Sequence[jax.Array]) -> tuple[jax.Array, jax.Array]:
-        """(Y (m, k), alpha (m, V)) with the stored R^-1; never a QR of this batch."""
-        y_tilde, alpha = self.fuse(views)
+    def __call__(self, views: Sequence[jax.Array], mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+        """(Y (m, k), alpha (m, V)) with the stored R^-1; never a QR of this batch.
+
+        ``mask`` (m, V) bool marks the present views (see :meth:`fuse`); None: all present.
+        """
+        y_tilde, alpha = self.fuse(views, mask)
         return y_tilde @ self.r_inv[...], alpha

@@ -233,6 +233,13 @@ def eval_loss(state: SpecRaGEState, batch: Batch) -> jax.Array:
 
 
 @jax.jit
-def predict(state: SpecRaGEState, views: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
-    """(Y (m, k), alpha (m, V)) for a batch of samples, with the stored R^-1."""
-    return nnx.merge(state.graphdef, state.params, state.ortho)(views)
+def predict(
+    state: SpecRaGEState, views: tuple[jax.Array, ...], mask: jax.Array | None = None
+) -> tuple[jax.Array, jax.Array]:
+    """(Y (m, k), alpha (m, V)) for a batch of samples, with the stored R^-1.
+
+    ``mask`` (m, V) bool, True = view present: a missing view's rows are zeroed before the
+    networks (they may hold NaN) and its weight is 0, the others renormalized. Every row
+    needs at least one present view. None: all present.
+    """
+    return nnx.merge(state.graphdef, state.params, state.ortho)(views, mask)

@@ -1,18 +1,118 @@
-"""Input checks at the library boundary: every error names the view and the problem."""
+"""Input checks at the library boundary: every error names the view and the problem.
+
+Missing views (inference only): a view given as an all-NaN row for a sample, or marked
+False in a mask (n, V), is left out of that sample's fusion. A row with only some NaN
+features is an error naming the view, and so is any infinite value.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
+from sklearn.utils import check_array
 
 
-def as_view_arrays(views: Sequence[np.ndarray], *, what: str = "views") -> tuple[np.ndarray, ...]:
+class InputTypeError(ValueError, TypeError):
+    """Input of the wrong kind (sparse, non-numeric objects). A ValueError like every input
+    error here, and a TypeError as scikit-learn and NumPy raise for such input."""
+
+
+def as_view_array(view: Any, *, name: str) -> np.ndarray:
+    """One view from any array-like (list of rows, NumPy, pandas) as a float32 array (n, d).
+
+    Non-finite values are kept (see :func:`check_finite_view`); everything else is checked
+    here, and every error starts with ``name`` (e.g. "X: view 1").
+
+    Raises:
+      ValueError: for 1-D, 3-D, empty, complex, ragged or non-numeric input (an
+        :class:`InputTypeError`, also a TypeError, for sparse matrices and objects such as dicts).
+    """
+    ndim = getattr(view, "ndim", None)
+    if ndim is not None and ndim > 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got a {ndim}-D array of "
+                         f"shape {tuple(view.shape)}")
+    try:
+        array = check_array(view, accept_sparse=False, dtype="numeric", ensure_all_finite=False,
+                            ensure_2d=True, allow_nd=False, input_name=name)
+    except TypeError as err:
+        raise InputTypeError(f"{name}: {err}") from err
+    except ValueError as err:
+        text = str(err)
+        if "inhomogeneous" in text or "sequence" in text:
+            raise ValueError(f"{name} is ragged: its rows differ in length or hold nested sequences "
+                             f"({text.splitlines()[0]})") from err
+        if "could not convert" in text or "strings" in text:
+            raise ValueError(f"{name} is not numeric: {text}") from err
+        if "dim 3" in text or "dim 4" in text:
+            raise ValueError(f"{name} must be 2-D (n_samples, n_features): {text}") from err
+        raise ValueError(f"{name}: {text}") from err
+    with np.errstate(over="ignore"):  # float64 beyond float32's range becomes inf, reported below
+        return np.ascontiguousarray(array, dtype=np.float32)
+
+
+def check_finite_view(array: np.ndarray, *, name: str, allow_missing: bool = False) -> np.ndarray:
+    """(n,) bool, True where the view is present in that row.
+
+    Without ``allow_missing`` every value must be finite. With it, an all-NaN row marks the
+    view missing for that sample; a row with only some NaN features, or any infinite value,
+    is still an error.
+
+    Raises:
+      ValueError: naming the view, the problem and the first offending rows.
+    """
+    n_rows = array.shape[0]
+    finite = np.isfinite(array)
+    if finite.all():
+        return np.ones(n_rows, dtype=bool)
+    missing = np.isnan(array).all(axis=1) if allow_missing else np.zeros(n_rows, dtype=bool)
+    bad_rows = np.flatnonzero(~finite.all(axis=1) & ~missing)
+    if bad_rows.size:
+        n_bad = int((~finite[bad_rows]).sum())
+        hint = ("a missing view must be NaN in every feature of that row" if allow_missing
+                else "impute or drop those samples first")
+        raise ValueError(f"{name} holds {n_bad} NaN or infinite values (first bad rows: "
+                         f"{bad_rows[:5].tolist()}); {hint}")
+    return ~missing
+
+
+def view_presence(views: Sequence[np.ndarray], mask: Any = None, *, what: str = "views") -> np.ndarray:
+    """(n, V) bool, True where view v of sample i is present (used in the fusion).
+
+    A view is missing for a sample when its row is all NaN or ``mask`` (n, V), True =
+    present, says so. Every sample needs at least one present view.
+
+    Raises:
+      ValueError: naming the view (partial-NaN rows, infinite values), the mask's problem,
+        or the first sample with every view missing.
+    """
+    present = np.stack([check_finite_view(np.asarray(x), name=f"{what}: view {v}", allow_missing=True)
+                        for v, x in enumerate(views)], axis=1)
+    if mask is not None:
+        given = np.asarray(mask)
+        if given.shape != present.shape:
+            raise ValueError(f"{what}: mask must have shape (n_samples, n_views) = {present.shape}, "
+                             f"got {given.shape}")
+        if given.dtype != np.bool_:
+            raise ValueError(f"{what}: mask must be boolean (True = view present), got dtype {given.dtype}")
+        present &= given
+    empty = np.flatnonzero(~present.any(axis=1))
+    if empty.size:
+        raise ValueError(f"{what}: sample {int(empty[0])} has every view missing (all-NaN rows or mask "
+                         f"False; {empty.size} such samples, first {empty[:5].tolist()}); it cannot be embedded")
+    return present
+
+
+def as_view_arrays(
+    views: Sequence[np.ndarray], *, what: str = "views", allow_missing: bool = False
+) -> tuple[np.ndarray, ...]:
     """Validates a multi-view input and returns it as a tuple of float32 arrays.
 
     Args:
       views: V arrays, view v of shape (n, d_v); the same n for every view.
       what: how the caller names the input in error messages.
+      allow_missing: keep all-NaN rows (missing views, see :func:`view_presence`); other
+        non-finite values are still errors.
 
     Returns:
       A tuple of V C-contiguous float32 arrays of shape (n, d_v).
@@ -36,13 +136,7 @@ def as_view_arrays(views: Sequence[np.ndarray], *, what: str = "views") -> tuple
         if not np.issubdtype(array.dtype, np.number) and array.dtype != np.bool_:
             raise ValueError(f"{what}: view {v} has non-numeric dtype {array.dtype}")
         array = np.ascontiguousarray(array, dtype=np.float32)
-        bad = ~np.isfinite(array)
-        if bad.any():
-            rows = np.unique(np.nonzero(bad)[0])
-            raise ValueError(
-                f"{what}: view {v} holds {int(bad.sum())} NaN or infinite values "
-                f"(first bad rows: {rows[:5].tolist()}); impute or drop those samples first"
-            )
+        check_finite_view(array, name=f"{what}: view {v}", allow_missing=allow_missing)
         arrays.append(array)
     n_rows = {a.shape[0] for a in arrays}
     if len(n_rows) != 1:

