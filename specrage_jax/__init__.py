@@ -21,6 +21,7 @@ from specrage_jax.config import (
     apply_overrides,
     preset,
 )
+from specrage_jax.checkpoint import CheckpointError, LoadedModel, TrainingCheckpointer, load_model, save_model
 from specrage_jax.embed import embed
 from specrage_jax.estimator import SpecRaGE
 from specrage_jax.model import OrthoWeight, SpecRaGENet
@@ -34,6 +35,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Batch",
+    "CheckpointError",
+    "LoadedModel",
+    "TrainingCheckpointer",
+    "load_model",
+    "save_model",
     "DataConfig",
     "EvalConfig",
     "ExperimentConfig",
