@@ -21,6 +21,11 @@ repeats; compilation is excluded from the rates and reported on its own):
 4. With ``--profile``: the same-run cost of the pieces (forward, forward+backward, the
    affinity and its parts, the loss, the QR layer, Adam, each dense layer's matmul shape), built
    from the library's own functions.
+5. With ``--devices N``: the same iteration data-parallel (``specrage_jax.sharding``: state
+   replicated, every pool batch sharded over a 'data' mesh of N devices). Without an
+   accelerator N host devices are forced; they share the same cores, so on CPU this exercises
+   the sharded path and its collectives, it is not a speed-up. XLA's cost analysis then counts
+   the FLOPs of one device's program (the "XLA GF" column is about 1/N of the analytic count).
 
 Analytic FLOP count of one iteration (batch m, views d_v, k outputs, V views):
   dense layer (in -> out):   forward 2*m*in*out.  Backward for the parameter gradient
@@ -55,8 +60,20 @@ import datetime
 import json
 import platform
 import statistics
+import sys
 import time
 from typing import Any, Callable, Sequence
+
+
+def _force_host_devices(argv: Sequence[str]) -> None:
+    """With ``--devices N`` (N > 1) and no accelerator, ask XLA for N host devices: it reads the
+    flag only when JAX starts, so this runs before the import. Harmless on GPU/TPU hosts."""
+    if "--devices" in argv and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+        count = argv[argv.index("--devices") + 1]
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={count}".strip()
+
+
+_force_host_devices(sys.argv)
 
 import numpy as np
 import jax
@@ -71,6 +88,7 @@ from specrage_jax.ops.laplacian import weighted_laplacian_loss
 from specrage_jax.ops.ortho import orthonormalizer
 import specrage_jax.steps as steps_module
 from specrage_jax.steps import Batch, _fuse, batch_affinities, create_state, grad_step, ortho_step
+from specrage_jax.sharding import make_data_mesh, replicate, shard_batch
 
 CASES = {"784": (784, 784), "240_216": (240, 216)}
 
@@ -216,9 +234,12 @@ def view_scales_from(batch: Sequence[jax.Array], graph: GraphConfig) -> list[flo
     return out
 
 
-def bench_iteration(view_dims, pool, model_cfg, graph, through: bool, *, scales, iters, repeats, warmup, lr=1e-3):
+def bench_iteration(view_dims, pool, model_cfg, graph, through: bool, *, scales, iters, repeats, warmup, lr=1e-3,
+                    mesh=None):
     ortho_cfg = OrthoConfig(grad_through_r_inv=through)
     state = create_state(view_dims, model_cfg, graph, ortho_cfg, learning_rate=lr, seed=0, view_scales=scales)
+    if mesh is not None:  # data parallel: state replicated, batches (the pool) sharded over 'data'
+        state = replicate(state, mesh)
     n = len(pool)
 
     def batches(i):
@@ -434,7 +455,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--profile", action="store_true", help="also time the pieces of an iteration")
     ap.add_argument("--target", type=float, default=0.75, help="target fraction of the matmul rate")
     ap.add_argument("--json", type=str, default=None, help="write all results to this file")
+    ap.add_argument("--devices", type=int, default=1,
+                    help="data-parallel over this many devices (sharding.make_data_mesh); on CPU, forced host "
+                         "devices that share the same cores, so this checks the sharded path, not a speed-up")
     args = ap.parse_args(argv)
+    mesh = make_data_mesh(args.devices) if args.devices > 1 else None
 
     info = machine_info()
     print(f"# {info['cpu_model']}, {info['cpu_count']} cores, jax {info['jax']}, {info['date']}, "
@@ -451,6 +476,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for case in args.cases:
         dims = CASES[case]
         pool = make_pool(dims, m, max(2, args.pool), seed=list(CASES).index(case))
+        if mesh is not None:
+            pool = [shard_batch(Batch(views=views), mesh).views for views in pool]
         scales = view_scales_from(pool[0], graph)
         fl = analytic_flops(dims, model_cfg, k, m)
         results["cases"][case] = {"view_dims": dims, "view_scales": scales, "analytic_flops": fl, "modes": {}}
@@ -458,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         for mode in args.modes:
             through = mode == "True"
             r, state = bench_iteration(dims, pool, model_cfg, graph, through, scales=scales, iters=args.iters,
-                                       repeats=args.repeats, warmup=args.warmup)
+                                       repeats=args.repeats, warmup=args.warmup, mesh=mesh)
             r["analytic_flops"] = fl["iteration"][mode]
             results["cases"][case]["modes"][mode] = r
             print(f"# {case} grad_through={mode}: {r['seconds']['median_s']*1e3:.1f} ms/iter "

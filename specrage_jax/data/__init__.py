@@ -15,10 +15,20 @@ from specrage_jax.data.mnist import (
 from specrage_jax.data.preprocess import ViewScaler, apply_view_scalers, fit_view_scalers
 from specrage_jax.data.registry import dataset_names, is_dataset_name, load_dataset, parse_dataset_name
 from specrage_jax.data.splits import SplitIndices, split_indices
+from specrage_jax.data.stream import (
+    MemmapViews,
+    map_views_in_chunks,
+    memmap_batches,
+    open_views_memmap,
+    prefetch_to_device,
+    random_batch_indices,
+    write_views_memmap,
+)
 from specrage_jax.data.synthetic import make_blobs_views, make_digits_views
 from specrage_jax.data.types import MultiViewData
 
 __all__ = [
+    "MemmapViews",
     "MultiViewData",
     "SplitIndices",
     "ViewScaler",
@@ -39,8 +49,14 @@ __all__ = [
     "make_digits_views",
     "make_infinitemnist",
     "make_noisymnist",
+    "map_views_in_chunks",
+    "memmap_batches",
+    "open_views_memmap",
     "parse_dataset_name",
+    "prefetch_to_device",
+    "random_batch_indices",
     "read_idx",
     "read_mat_variables",
     "split_indices",
+    "write_views_memmap",
 ]
