@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.add_argument("--print-config", action="store_true", help="print the resolved configuration and exit")
     train.add_argument("--no-figure", action="store_true", help="do not draw DIR/embedding.png")
+    train.add_argument("--devices", type=int, default=None, metavar="N",
+                       help="train data-parallel over the first N local devices (default: all; 1: no sharding); "
+                            "train.batch_size must be a multiple of N")
     train.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
                        help="save a training checkpoint to DIR/checkpoints every N epochs, 0 = never (same as --set "
                             "checkpoint.every_epochs=N); default: after an epoch once a minute has passed since the "
@@ -215,10 +218,18 @@ def run_train(args: argparse.Namespace) -> int:
         print(json.dumps(dataclasses.asdict(config), indent=2))
         return 0
     from specrage_jax.experiment import run_experiment
+    from specrage_jax.sharding import check_batch_divisible, make_data_mesh
 
     try:
+        mesh = make_data_mesh(args.devices)
+        check_batch_divisible(config.train.batch_size, mesh)
+    except ValueError as err:
+        print(f"specrage: {err}", file=sys.stderr)
+        return 2
+    try:
         result = run_experiment(dataset, config, seed=seed, out_dir=out, data_dir=data_dir,
-                                figure=not args.no_figure, resume=args.resume is not None)
+                                figure=not args.no_figure, resume=args.resume is not None,
+                                mesh=mesh if mesh.devices.size > 1 else None)
     except CheckpointError as err:
         print(f"specrage: {err}", file=sys.stderr)
         return 2

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 from flax import nnx
+from jax.sharding import Mesh
 
 from specrage_jax.autoencoder import Autoencoder, train_autoencoder
 from specrage_jax.checkpoint import (
@@ -159,7 +160,7 @@ def with_n_components(config: ExperimentConfig, n_classes: int) -> ExperimentCon
 
 def train_on_splits(
     splits: PreparedSplits, config: ExperimentConfig, *, seed: int, codes: SplitCodes | None = None,
-    checkpointer: TrainingCheckpointer | None = None, resume: bool = False,
+    checkpointer: TrainingCheckpointer | None = None, resume: bool = False, mesh: Mesh | None = None,
 ) -> tuple[SpecRaGEState, History]:
     """Global Gaussian scales from the training split's affinity inputs, a fresh state, :func:`fit`.
 
@@ -183,7 +184,8 @@ def train_on_splits(
         else:
             state, progress = restored.state, restored.progress
     return fit(state, splits.train, splits.val, config.train, seed=seed, train_codes=train_codes,
-               val_codes=None if codes is None else codes.val, checkpointer=checkpointer, resume=progress)
+               val_codes=None if codes is None else codes.val, checkpointer=checkpointer, resume=progress,
+               mesh=mesh)
 
 
 def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
@@ -508,11 +510,13 @@ class RunOutputs:
 
 def run_experiment(
     dataset: str, config: ExperimentConfig, *, seed: int, out_dir: str | Path | None = None,
-    data_dir: str | None = None, figure: bool = True, resume: bool = False,
+    data_dir: str | None = None, figure: bool = True, resume: bool = False, mesh: Mesh | None = None,
 ) -> dict[str, Any]:
     """Trains and evaluates on ``dataset``; with ``out_dir`` writes metrics.json, embedding.png, the
     inference model OUT/model (``checkpoint.save_model``) and, with ``checkpoint.every_epochs`` > 0,
     training checkpoints under OUT/checkpoints.
+
+    ``mesh`` trains data-parallel over its devices (``sharding.make_data_mesh``); None: one device.
 
     ``resume`` continues the interrupted run in ``out_dir`` (same dataset, seed and configuration,
     checked against OUT/checkpoints/run.json, up to the checkpoint section and progress bars).
@@ -540,7 +544,8 @@ def run_experiment(
                               "data_dir": data_dir, "config": config_to_dict(config), "data": fingerprint},
                    resume=resume)
     try:
-        outputs = train_and_evaluate(data, config, seed=seed, dataset=dataset, ckpt_dir=ckpt_dir, resume=resume)
+        outputs = train_and_evaluate(data, config, seed=seed, dataset=dataset, ckpt_dir=ckpt_dir, resume=resume,
+                                     mesh=mesh)
     except BaseException:
         if ckpt_dir is not None:
             _set_run_status(ckpt_dir, "failed")
@@ -569,7 +574,7 @@ def run_experiment(
 
 
 def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: int, dataset: str | None = None,
-                       ckpt_dir: Path | None = None, resume: bool = False) -> RunOutputs:
+                       ckpt_dir: Path | None = None, resume: bool = False, mesh: Mesh | None = None) -> RunOutputs:
     """Split, preprocess, pre-train, train (checkpointing into ``ckpt_dir`` when given; continuing
     from it with ``resume``) and evaluate; ``config.model.n_components`` must be set. ``dataset``
     names the data in the record (default ``data.name``)."""
@@ -587,7 +592,7 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
                                             metadata={"dataset": dataset, "seed": seed})
     try:
         state, history = train_on_splits(pretrained.splits, config, seed=seed, codes=pretrained.codes,
-                                         checkpointer=checkpointer, resume=resume)
+                                         checkpointer=checkpointer, resume=resume, mesh=mesh)
     finally:
         if checkpointer is not None:
             checkpointer.close()

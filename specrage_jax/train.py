@@ -14,13 +14,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
 from specrage_jax.config import GraphConfig, TrainConfig
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
 from specrage_jax.schedule import PlateauState, plateau_update, should_stop
+from specrage_jax.sharding import check_batch_divisible, replicate, round_batch_to_devices, shard_batch
 from specrage_jax.steps import Batch, SpecRaGEState, eval_loss, train_step
 from specrage_jax.validation import as_view_arrays, check_view_dims
 
@@ -112,11 +115,20 @@ def batch_indices(n: int, batch_size: int, n_batches: int, rng: np.random.Genera
     return np.concatenate(perms)[:needed].reshape(n_batches, batch_size)
 
 
-def take_batch(views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, idx: np.ndarray) -> Batch:
-    return Batch(
-        views=tuple(jnp.asarray(v[idx]) for v in views),
-        codes=None if codes is None else tuple(jnp.asarray(c[idx]) for c in codes),
-    )
+def take_batch(views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, idx: np.ndarray,
+               mesh: Mesh | None = None) -> Batch:
+    """The rows ``idx`` as a Batch on the default device, or sharded over ``mesh``'s 'data' axis."""
+    rows = Batch(views=tuple(v[idx] for v in views), codes=None if codes is None else tuple(c[idx] for c in codes))
+    return jax.tree.map(jnp.asarray, rows) if mesh is None else shard_batch(rows, mesh)
+
+
+def mesh_batch_size(m: int, config_batch_size: int, mesh: Mesh | None) -> int:
+    """m for a run over ``mesh``: the configured batch size must divide over the devices
+    (ValueError naming both otherwise); a smaller dataset's m is rounded down to a multiple."""
+    if mesh is None:
+        return m
+    check_batch_divisible(config_batch_size, mesh)
+    return round_batch_to_devices(m, mesh)
 
 
 def estimate_view_scales(
@@ -191,6 +203,7 @@ def fit(
     on_epoch_end: Callable[[SpecRaGEState, EpochRecord], None] | None = None,
     checkpointer: EpochCheckpointer | None = None,
     resume: FitProgress | None = None,
+    mesh: Mesh | None = None,
 ) -> tuple[SpecRaGEState, History]:
     """Trains ``state`` (Algorithm 1): per step, an ortho_step on one batch, then a grad_step on
     an independently drawn batch; after each epoch the validation loss drives the plateau
@@ -200,6 +213,10 @@ def fit(
     schedule's update, so the progress holds the next epoch's learning rate). ``resume``
     continues from such a checkpoint: ``state`` must be the checkpoint's state, and the run then
     ends exactly where the uninterrupted run would.
+
+    ``mesh`` (``sharding.make_data_mesh``) trains data-parallel: the state is replicated, each
+    batch's rows are split over the 'data' axis, and the jitted steps keep global-batch semantics
+    (one m x m graph over the whole batch). ``train.batch_size`` must divide over the devices.
 
     Raises:
       ValueError: naming the view, for non-finite, mis-shaped or mismatched inputs; or a
@@ -213,6 +230,9 @@ def fit(
         val_codes = as_view_arrays(val_codes, what="val_codes")
     n = train_views[0].shape[0]
     m = effective_batch_size(n, config.batch_size, state.graph.n_neighbors)
+    m = effective_batch_size(mesh_batch_size(m, config.batch_size, mesh), m, state.graph.n_neighbors)
+    if mesh is not None:
+        state = replicate(state, mesh)
     steps = config.steps_per_epoch or math.ceil(n / m)
     start_epoch, lr, plateau, history = _starting_point(resume, config, seed=seed, batch_size=m)
     state = state.with_learning_rate(lr)
@@ -225,10 +245,12 @@ def fit(
         ortho_idx = batch_indices(n, m, steps, ortho_rng)
         losses, weights = [], []
         for s in range(steps):
-            ortho_batch = take_batch(train_views, None, ortho_idx[s])
-            grad_batch = take_batch(train_views, train_codes, grad_idx[s])
+            ortho_batch = take_batch(train_views, None, ortho_idx[s], mesh)
+            grad_batch = take_batch(train_views, train_codes, grad_idx[s], mesh)
             state, metrics = train_step(state, ortho_batch, grad_batch)  # = ortho_step, then grad_step
             losses.append(metrics["loss"])
+            if s >= 2:  # dispatch is asynchronous: bound the steps (and batches) in flight
+                losses[s - 2].block_until_ready()
             weights.append(metrics["view_weights"])
         train_loss = float(jnp.mean(jnp.stack(losses)))
         if not math.isfinite(train_loss):

@@ -123,6 +123,23 @@ CHILD = textwrap.dedent("""
         out["too_many_error"] = None
     except ValueError as e:
         out["too_many_error"] = str(e)
+    # the training loop: fit(mesh=...) against fit() from the same state, seed and data
+    from specrage_jax.config import TrainConfig
+    from specrage_jax.train import fit
+    views = tuple(rng.standard_normal((200, d)).astype(np.float32) for d in DIMS)
+    val = tuple(rng.standard_normal((72, d)).astype(np.float32) for d in DIMS)
+    tc = TrainConfig(epochs=2, batch_size=64, progress=False)
+    fit_single, h1 = fit(fresh(True), views, val, tc, seed=3)
+    fit_multi, h4 = fit(fresh(True), views, val, tc, seed=3, mesh=mesh)
+    out["fit"] = {"params_max_abs_diff": max_diff(fit_single.params, fit_multi.params),
+                  "r_inv_max_abs_diff": max_diff(fit_single.r_inv, fit_multi.r_inv),
+                  "train_loss": [[r.train_loss for r in h.epochs] for h in (h1, h4)],
+                  "state_all_replicated": all(sh.is_replicated_on(x, mesh) for x in jax.tree.leaves(fit_multi))}
+    try:
+        fit(fresh(True), views, val, TrainConfig(epochs=1, batch_size=62, progress=False), seed=3, mesh=mesh)
+        out["fit_indivisible_error"] = None
+    except ValueError as e:
+        out["fit_indivisible_error"] = str(e)
     print("RESULT " + json.dumps(out))
 """)
 
@@ -197,3 +214,23 @@ def test_divisibility_and_row_checks() -> None:
     assert round_batch_to_devices(7, mesh) == 7
     with pytest.raises(ValueError, match="same number of rows"):
         shard_batch(Batch(views=(np.ones((6, 3)), np.ones((5, 3)))), mesh)
+
+
+def test_fit_over_a_mesh_equals_fit_on_one_device(four_devices: dict) -> None:
+    """train.fit(mesh=...) (batches sharded by the loop, state replicated) follows the same
+    trajectory as the single-device loop, and refuses a batch size the devices do not divide."""
+    r = four_devices["fit"]
+    assert r["params_max_abs_diff"] < 1e-5, r
+    assert r["r_inv_max_abs_diff"] < 1e-5, r
+    np.testing.assert_allclose(r["train_loss"][0], r["train_loss"][1], rtol=1e-5)
+    assert r["state_all_replicated"]
+    assert "batch size 62 is not divisible by the 4 devices" in four_devices["fit_indivisible_error"]
+
+
+def test_cli_devices_option_refuses_more_devices_than_present(tmp_path, capsys) -> None:
+    from specrage_jax.cli import main
+
+    rc = main(["train", "--dataset", "blobs", "--devices", "99", "--quiet", "--out", str(tmp_path / "run")])
+    assert rc == 2
+    assert "n_devices=99 is not possible" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "metrics.json").exists()
