@@ -428,21 +428,21 @@ def plot(sizes: dict[str, dict], path: Path) -> None:
         return [p[0] for p in pts], [p[1] for p in pts]
 
     colors = {"specrage": "C0", "exact": "C1", "generate": "C2", "ae": "C3"}
-    for stage, key, label, style in (("specrage", "epoch_s", "SpecRaGE, one epoch", "o-"),
-                                     ("exact", "total_s", "exact: kNN graph + eigensolver", "s--"),
-                                     ("ae", "encode_s", "AE encode (all rows)", "^:"),
-                                     ("generate", "seconds", "generate + write memmaps", "x:")):
+    curves = (
+        (ax_t, "specrage", "epoch_s", "SpecRaGE, one epoch", "o-"),
+        (ax_t, "exact", "total_s", "exact: kNN graph + eigensolver", "s--"),
+        (ax_t, "ae", "encode_s", "AE encode (all rows)", "^:"),
+        (ax_t, "generate", "seconds", "generate + write memmaps", "x:"),
+        (ax_m, "specrage", "peak_rss_mb", "SpecRaGE epoch (ru_maxrss)", "o-"),
+        (ax_m, "specrage", "rss_after_compile_mb", "SpecRaGE RSS after compiling", "o:"),
+        (ax_m, "exact", "peak_rss_mb", "exact", "s--"),
+        (ax_m, "ae", "peak_rss_mb", "AE train + encode", "^:"),
+        (ax_m, "generate", "peak_rss_mb", "generate (one chunk at a time)", "x:"),
+    )
+    for ax, stage, key, label, style in curves:
         x, y = series(stage, key)
         if x:
-            ax_t.loglog(x, y, style, label=label, color=colors[stage])
-    for stage, key, label, style in (("specrage", "peak_rss_mb", "SpecRaGE epoch (ru_maxrss)", "o-"),
-                                     ("specrage", "rss_after_compile_mb", "SpecRaGE RSS after compiling", "o:"),
-                                     ("exact", "peak_rss_mb", "exact", "s--"),
-                                     ("ae", "peak_rss_mb", "AE train + encode", "^:"),
-                                     ("generate", "peak_rss_mb", "generate (one chunk at a time)", "x:")):
-        x, y = series(stage, key)
-        if x:
-            ax_m.loglog(x, y, style, label=label, color=colors[stage])
+            ax.loglog(x, y, style, label=label, color=colors[stage])
     for n in ns:
         exact = sizes[str(n)].get("exact", {})
         if exact.get("status") in ("timeout", "memory"):
