@@ -29,6 +29,7 @@ def _check_positive(section: str, name: str, value: float) -> None:
 
 
 ACTIVATIONS = ("relu", "leaky_relu", "tanh", "gelu", "none")
+FUSIONS = ("weighting", "average", "linear", "concat", "attention")
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,14 @@ class ModelConfig:
     weighting_hidden: tuple[int, ...] = _f((100, 100, 100), "hidden widths of the weighting MLP")
     weighting_activation: str = _f("relu", "weighting-net hidden activation")
     temperature: float = _f(90.0, "softmax temperature T of the view weights (larger: more uniform)")
+    fusion: str = _f("weighting", "how view outputs fuse: weighting (the paper's per-sample MLP) | average | "
+                                  "linear (learned global view weights) | concat (concatenate, project to k) | "
+                                  "attention (cross-view attention)")
 
     def __post_init__(self) -> None:
         for name in ("hidden_activation", "output_activation", "weighting_activation"):
             _check_choice("model", name, getattr(self, name), ACTIVATIONS)
+        _check_choice("model", "fusion", self.fusion, FUSIONS)
         _check_positive("model", "temperature", self.temperature)
         if self.n_components < 0 or any(w < 1 for w in (*self.view_hidden, *self.weighting_hidden)):
             raise ValueError("model.n_components must be >= 0 and every hidden width >= 1")

@@ -98,11 +98,21 @@ class SpecRaGENet(nnx.Module):
                 out_act=activation(config.output_activation), rngs=rngs)
             for d in self.view_dims
         ])
-        self.weighting_net = MLP(
-            sum(self.view_dims), config.weighting_hidden, len(self.view_dims),
-            hidden_act=activation(config.weighting_activation, leaky_slope=config.leaky_relu_slope),
-            out_act=activation("none"), rngs=rngs,
-        )
+        n_views = len(self.view_dims)
+        self.fusion = config.fusion
+        if config.fusion == "weighting":
+            self.weighting_net = MLP(
+                sum(self.view_dims), config.weighting_hidden, n_views,
+                hidden_act=activation(config.weighting_activation, leaky_slope=config.leaky_relu_slope),
+                out_act=activation("none"), rngs=rngs,
+            )
+        elif config.fusion == "linear":
+            self.view_logits = nnx.Param(jnp.zeros((n_views,), jnp.float32))
+        elif config.fusion == "concat":
+            self.concat_projection = nnx.Linear(n_views * k, k, rngs=rngs)
+        elif config.fusion == "attention":
+            self.attention_query = nnx.Linear(k, k, use_bias=False, rngs=rngs)
+            self.attention_key = nnx.Linear(k, k, use_bias=False, rngs=rngs)
         self.r_inv = OrthoWeight(jnp.eye(k, dtype=jnp.float32))
 
     def view_outputs(self, views: Sequence[jax.Array]) -> jax.Array:
@@ -118,6 +128,8 @@ class SpecRaGENet(nnx.Module):
         view present would be NaN; callers reject it (validation.view_presence). The views
         must already be finite (see :meth:`fuse`).
         """
+        if self.fusion != "weighting":
+            return self._fixed_fusion_weights(views, mask)
         logits = self.weighting_net(jnp.concatenate(list(views), axis=1)) / self.temperature
         if mask is not None:
             chex.assert_shape(mask, (logits.shape[0], len(self.view_nets)))
@@ -135,8 +147,47 @@ class SpecRaGENet(nnx.Module):
             chex.assert_shape(mask, (views[0].shape[0], len(views)))
             views = [jnp.where(mask[:, v, None], x, jnp.zeros((), x.dtype)) for v, x in enumerate(views)]
         per_view = self.view_outputs(views)
+        if self.fusion == "concat":
+            return self._concat_fusion(per_view, mask)
+        if self.fusion == "attention":
+            return self._attention_fusion(per_view, mask)
         alpha = self.view_weights(views, mask)
         return jnp.einsum("vmk,mv->mk", per_view, alpha), alpha
+
+    def _fixed_fusion_weights(self, views: Sequence[jax.Array], mask: jax.Array | None) -> jax.Array:
+        """alpha (m, V) of the non-MLP fusions: uniform (average, concat), softmax of learned
+        global logits (linear); attention's are the mean attention each view receives."""
+        m, n_views = views[0].shape[0], len(self.view_nets)
+        if self.fusion == "attention":
+            return self._attention_fusion(self.view_outputs(views), mask)[1]
+        logits = self.view_logits[...] if self.fusion == "linear" else jnp.zeros((n_views,), jnp.float32)
+        logits = jnp.broadcast_to(logits, (m, n_views))
+        if mask is not None:
+            logits = jnp.where(mask, logits, -jnp.inf)
+        return jax.nn.softmax(logits, axis=-1)
+
+    def _concat_fusion(self, per_view: jax.Array, mask: jax.Array | None) -> tuple[jax.Array, jax.Array]:
+        """Concatenation [Y^(1) ... Y^(V)] (m, V k) projected to k by one linear layer; a missing
+        view's block is zero. alpha is uniform over the present views (it weights W~ only)."""
+        if mask is not None:
+            per_view = per_view * jnp.transpose(mask)[:, :, None]
+        stacked = jnp.concatenate(list(per_view), axis=1)
+        alpha = self._fixed_fusion_weights([per_view[v] for v in range(per_view.shape[0])], mask)
+        return self.concat_projection(stacked), alpha
+
+    def _attention_fusion(self, per_view: jax.Array, mask: jax.Array | None) -> tuple[jax.Array, jax.Array]:
+        """Cross-view attention per sample: the V view outputs are the tokens; every view
+        queries every view (scaled dot product, softmax over keys, missing keys masked), and the
+        fused output is the mean over the present queries of the attended outputs. alpha (m, V)
+        is the attention each view receives, averaged over the queries (rows sum to 1)."""
+        tokens = jnp.transpose(per_view, (1, 0, 2))  # (m, V, k)
+        scores = jnp.einsum("mvk,mwk->mvw", self.attention_query(tokens), self.attention_key(tokens))
+        scores = scores / jnp.sqrt(jnp.float32(tokens.shape[-1]))
+        present = jnp.ones(tokens.shape[:2], bool) if mask is None else mask
+        attention = jax.nn.softmax(jnp.where(present[:, None, :], scores, -jnp.inf), axis=-1)  # (m, V, V)
+        query_weight = present / jnp.sum(present, axis=1, keepdims=True)  # mean over present queries
+        alpha = jnp.einsum("mv,mvw->mw", query_weight, attention)
+        return jnp.einsum("mw,mwk->mk", alpha, tokens), alpha
 
     def __call__(self, views: Sequence[jax.Array], mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
         """(Y (m, k), alpha (m, V)) with the stored R^-1; never a QR of this batch.
