@@ -86,6 +86,9 @@ class GraphConfig:
     bandwidth_factor: float = _f(2.0, "kernel exp(-d^2/(factor*sigma^2)): 2 as the paper, 1 as the code")
     include_self: bool = _f(False, "count the point itself among its l neighbours (the published code)")
     symmetrize: str = _f("mean", "mean: (W+W^T)/2 | max: union of kNN graphs | none: directed")
+    mass_normalized: bool = _f(False, "divide each view's weighted energy by its weighted edge mass "
+                                      "a^T W a / 1^T W 1, so re-weighting cannot lower the loss by dropping "
+                                      "edges (not in the paper)")
 
     def __post_init__(self) -> None:
         _check_choice("graph", "scale_mode", self.scale_mode, ("global", "batch"))

@@ -164,7 +164,7 @@ def spectral_loss(
     affinities = batch_affinities(batch.affinity_inputs, state.view_scales, state.graph)
     y_tilde, alpha = _fuse(state, params, batch.views)
     y = y_tilde @ r_inv
-    return weighted_laplacian_loss(y, affinities, alpha), alpha
+    return weighted_laplacian_loss(y, affinities, alpha, mass_normalized=state.graph.mass_normalized), alpha
 
 
 def _with_r_inv(state: SpecRaGEState, r_inv: jax.Array) -> SpecRaGEState:

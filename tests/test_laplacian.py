@@ -162,3 +162,21 @@ def test_property_pairwise_sum_identity(m, data):
     scale = (np.abs(w64).sum(1) * (y64**2).sum(1)).sum()
     assert abs(got - pairwise) <= 1e-5 * scale + 1e-6
     assert got >= -1e-5 * scale - 1e-6  # L is PSD for a symmetric non-negative W
+
+
+def test_mass_normalized_loss_is_eq1_at_uniform_weights_and_blind_to_a_common_scale():
+    rng = np.random.default_rng(7)
+    m, k, n_views = 20, 3, 2
+    y = jnp.asarray(rng.standard_normal((m, k)), jnp.float32)
+    w = rng.uniform(0.0, 1.0, (n_views, m, m)).astype(np.float32)
+    w = jnp.asarray((w + np.transpose(w, (0, 2, 1))) / 2)
+    uniform = jnp.full((m, n_views), 0.5, jnp.float32)
+    eq1 = weighted_laplacian_loss(y, w)
+    np.testing.assert_allclose(weighted_laplacian_loss(y, w, uniform, mass_normalized=True), eq1, rtol=1e-5)
+    alpha = jnp.asarray(rng.uniform(0.1, 1.0, (m, n_views)), jnp.float32)
+    a = weighted_laplacian_loss(y, w, alpha, mass_normalized=True)
+    b = weighted_laplacian_loss(y, w, 0.01 * alpha, mass_normalized=True)
+    np.testing.assert_allclose(a, b, rtol=1e-4)  # shrinking every weight no longer lowers the loss
+    assert float(weighted_laplacian_loss(y, w, 0.01 * alpha)) < 0.01 * float(weighted_laplacian_loss(y, w, alpha))
+    zero_view = alpha.at[:, 1].set(0.0)
+    assert np.isfinite(float(weighted_laplacian_loss(y, w, zero_view, mass_normalized=True)))

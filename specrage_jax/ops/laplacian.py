@@ -49,8 +49,15 @@ def rayleigh_trace(y: jax.Array, w: jax.Array) -> jax.Array:
     return weighted_rayleigh_trace(y, w, jnp.ones((w.shape[0],), y.dtype))
 
 
-def weighted_laplacian_loss(y: jax.Array, affinities: jax.Array, view_weights: jax.Array | None = None) -> jax.Array:
+def weighted_laplacian_loss(
+    y: jax.Array, affinities: jax.Array, view_weights: jax.Array | None = None, *, mass_normalized: bool = False
+) -> jax.Array:
     """Eq. 4 through its Laplacian form (Eq. 3): 2/(m^2 V) sum_v tr(Y^T L~^(v) Y).
+
+    With ``mass_normalized`` each view's term is divided by its weighted edge mass
+    (a_v^T W^(v) a_v) / (1^T W^(v) 1): the energy per unit of edge weight, so lowering every
+    alpha (or giving neighbours disjoint views) no longer lowers the loss; only moving weight
+    away from high-energy (e.g. corrupted) edges does. Uniform alpha gives Eq. 1 exactly.
 
     Args:
       y: (m, k) orthogonalized fused output.
@@ -66,8 +73,17 @@ def weighted_laplacian_loss(y: jax.Array, affinities: jax.Array, view_weights: j
         view_weights = jnp.ones((m, n_views), y.dtype)
     chex.assert_shape(view_weights, (m, n_views))
     # View by view: a fused sum_v W~^(v) would need an (m, m, V) contraction that XLA CPU runs slowly.
-    total = sum(weighted_rayleigh_trace(y, affinities[v], view_weights[:, v]) for v in range(n_views))
-    return 2.0 * total / (m * m * n_views)
+    terms = [weighted_rayleigh_trace(y, affinities[v], view_weights[:, v]) for v in range(n_views)]
+    if mass_normalized:
+        terms = [t / _relative_edge_mass(affinities[v], view_weights[:, v]) for v, t in enumerate(terms)]
+    return 2.0 * sum(terms) / (m * m * n_views)
+
+
+def _relative_edge_mass(w: jax.Array, alpha: jax.Array) -> jax.Array:
+    """(a^T W a) / (1^T W 1) for w (m, m), alpha (m,); floored at 1e-6 so a view whose weights
+    are all zero (its energy is then 0 too) stays finite."""
+    ratio = (alpha @ (w @ alpha)) / jnp.maximum(jnp.sum(w), jnp.finfo(w.dtype).tiny)
+    return jnp.maximum(ratio, 1e-6)
 
 
 def pairwise_spectral_loss(y: jax.Array, affinities: jax.Array, view_weights: jax.Array | None = None) -> jax.Array:
