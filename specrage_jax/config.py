@@ -86,6 +86,8 @@ class GraphConfig:
     bandwidth_factor: float = _f(2.0, "kernel exp(-d^2/(factor*sigma^2)): 2 as the paper, 1 as the code")
     include_self: bool = _f(False, "count the point itself among its l neighbours (the published code)")
     symmetrize: str = _f("mean", "mean: (W+W^T)/2 | max: union of kNN graphs | none: directed")
+    weights_in_affinity: bool = _f(True, "multiply W^(v)_ij by alpha_i alpha_j (Eq. 4); false: alpha enters "
+                                         "only through the fused output (Eq. 1 on the fused Y)")
     mass_normalized: bool = _f(False, "divide each view's weighted energy by its weighted edge mass "
                                       "a^T W a / 1^T W 1, so re-weighting cannot lower the loss by dropping "
                                       "edges (not in the paper)")

@@ -164,7 +164,8 @@ def spectral_loss(
     affinities = batch_affinities(batch.affinity_inputs, state.view_scales, state.graph)
     y_tilde, alpha = _fuse(state, params, batch.views)
     y = y_tilde @ r_inv
-    return weighted_laplacian_loss(y, affinities, alpha, mass_normalized=state.graph.mass_normalized), alpha
+    loss_weights = alpha if state.graph.weights_in_affinity else None
+    return weighted_laplacian_loss(y, affinities, loss_weights, mass_normalized=state.graph.mass_normalized), alpha
 
 
 def _with_r_inv(state: SpecRaGEState, r_inv: jax.Array) -> SpecRaGEState:

@@ -312,3 +312,26 @@ def test_train_step_equals_ortho_step_then_grad_step(adam_states, views_a, views
     for got, want in zip(jax.tree.leaves(fused.params), jax.tree.leaves(separate.params)):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-6)
     assert int(fused.step) == int(separate.step) == 1
+
+
+def test_loss_variants_weights_in_affinity_and_mass_normalization():
+    """graph.weights_in_affinity=False is Eq. 1 on the fused output (alpha only in Y);
+    graph.mass_normalized divides each view's energy by its weighted edge mass."""
+    import dataclasses
+
+    from specrage_jax.steps import batch_affinities, spectral_loss
+    from specrage_jax.ops.laplacian import weighted_laplacian_loss
+
+    views = random_views(M, 11)
+    for graph, expect in ((dataclasses.replace(GRAPH, weights_in_affinity=False), "eq1"),
+                          (dataclasses.replace(GRAPH, mass_normalized=True), "mass"),
+                          (GRAPH, "eq4")):
+        state = make_state(False, graph=graph)
+        loss, alpha = spectral_loss(state, state.params, Batch(views), state.r_inv)
+        y = predict(state, views)[0]
+        w = batch_affinities(views, state.view_scales, graph)
+        want = {"eq1": lambda: weighted_laplacian_loss(y, w),
+                "mass": lambda: weighted_laplacian_loss(y, w, alpha, mass_normalized=True),
+                "eq4": lambda: weighted_laplacian_loss(y, w, alpha)}[expect]()
+        np.testing.assert_allclose(float(loss), float(want), rtol=1e-5)
+    assert not np.isclose(float(weighted_laplacian_loss(y, w)), float(weighted_laplacian_loss(y, w, alpha)))
