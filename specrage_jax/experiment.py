@@ -161,6 +161,7 @@ def with_n_components(config: ExperimentConfig, n_classes: int) -> ExperimentCon
 def train_on_splits(
     splits: PreparedSplits, config: ExperimentConfig, *, seed: int, codes: SplitCodes | None = None,
     checkpointer: TrainingCheckpointer | None = None, resume: bool = False, mesh: Mesh | None = None,
+    on_epoch_end: Callable[[SpecRaGEState, Any], None] | None = None,
 ) -> tuple[SpecRaGEState, History]:
     """Global Gaussian scales from the training split's affinity inputs, a fresh state, :func:`fit`.
 
@@ -185,7 +186,7 @@ def train_on_splits(
             state, progress = restored.state, restored.progress
     return fit(state, splits.train, splits.val, config.train, seed=seed, train_codes=train_codes,
                val_codes=None if codes is None else codes.val, checkpointer=checkpointer, resume=progress,
-               mesh=mesh)
+               mesh=mesh, on_epoch_end=on_epoch_end)
 
 
 def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
