@@ -22,20 +22,20 @@ from typing import Any, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
 from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from specrage_jax.autoencoder import Autoencoder, train_autoencoder
+from specrage_jax.autoencoder import train_autoencoder
 from specrage_jax.checkpoint import CheckpointError, load_model, save_model, tree_from_nested
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict
 from specrage_jax.data.preprocess import ViewScaler, apply_view_scalers, fit_view_scalers
 from specrage_jax.embed import embed
-from specrage_jax.pretrain import NetState, TrainedNet, create_net_state
-from specrage_jax.siamese import siamese_net, train_siamese
+from specrage_jax.pretrain import TrainedNet
+from specrage_jax.siamese import train_siamese
+from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
 from specrage_jax.steps import SpecRaGEState, create_state
 from specrage_jax.train import History, estimate_view_scales, validation_loss
 from specrage_jax.train import fit as train_fit
@@ -433,13 +433,6 @@ def nearest_centre(embedding: np.ndarray, centres: np.ndarray) -> np.ndarray:
     return np.argmin(d2, axis=1).astype(np.int64)
 
 
-def _pretrain(trainer: Any, train_views: Sequence[np.ndarray], stage_config: Any, config: ExperimentConfig,
-              seed: int) -> tuple[TrainedNet, ...]:
-    """One pre-training net per view on its training rows (seed + v, as experiment.encode_splits)."""
-    return tuple(trainer(x, stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
-                 for v, x in enumerate(train_views))
-
-
 def _pretrain_stages(
     scaled: Sequence[np.ndarray], train_idx: np.ndarray, config: ExperimentConfig, seed: int
 ) -> tuple[tuple[np.ndarray, ...], tuple[TrainedNet, ...] | None, tuple[TrainedNet, ...] | None,
@@ -449,11 +442,11 @@ def _pretrain_stages(
     and their codes (the affinity inputs) for all rows."""
     inputs, autoencoders, siamese_nets, codes = tuple(scaled), None, None, None
     if config.autoencoder.enabled:
-        autoencoders = _pretrain(train_autoencoder, [x[train_idx] for x in inputs], config.autoencoder, config, seed)
-        inputs = tuple(net.encode(x) for net, x in zip(autoencoders, inputs))
+        autoencoders = train_view_nets(train_autoencoder, _rows(inputs, train_idx), config.autoencoder, config, seed=seed)
+        inputs = encode_views(autoencoders, inputs)
     if config.siamese.enabled:
-        siamese_nets = _pretrain(train_siamese, [x[train_idx] for x in inputs], config.siamese, config, seed)
-        codes = tuple(net.encode(x) for net, x in zip(siamese_nets, inputs))
+        siamese_nets = train_view_nets(train_siamese, _rows(inputs, train_idx), config.siamese, config, seed=seed)
+        codes = encode_views(siamese_nets, inputs)
     return inputs, autoencoders, siamese_nets, codes
 
 
@@ -519,7 +512,7 @@ def _json_value(value: Any) -> Any:
 def _restore_net(kind: str, in_dim: int, config: ExperimentConfig, nested: Any, losses: Sequence[float], *,
                  where: str) -> TrainedNet:
     """A pre-training net rebuilt from the config with the saved parameters (nested dicts)."""
-    fresh = _fresh_net_state(kind, in_dim, config)
+    fresh = fresh_stage_net(kind, in_dim, config)
     return TrainedNet(state=fresh.replace(params=tree_from_nested(fresh.params, nested, where=where)),
                       losses=tuple(losses), submodule="encoder" if kind == "autoencoder" else None)
 
@@ -548,15 +541,8 @@ def _rebuild_state(in_dims: Sequence[int], config: ExperimentConfig, arrays: Seq
     return _with_arrays(template, arrays)
 
 
-def _fresh_net_state(kind: str, in_dim: int, config: ExperimentConfig) -> NetState:
-    """A freshly initialized pre-training net of the given kind (the structure to restore into)."""
-    if kind == "autoencoder":
-        return create_net_state(Autoencoder(in_dim, config.autoencoder, rngs=nnx.Rngs(0)), config.autoencoder.learning_rate)
-    return create_net_state(siamese_net(in_dim, config.siamese, seed=0), config.siamese.learning_rate)
-
-
 def _rebuild_net(kind: str, in_dim: int, config: ExperimentConfig, arrays: Sequence[np.ndarray],
                  losses: Sequence[float]) -> TrainedNet:
     """A pre-training net with the given leaves (params and Adam state, in jax.tree order)."""
-    return TrainedNet(state=_with_arrays(_fresh_net_state(kind, in_dim, config), arrays), losses=tuple(losses),
+    return TrainedNet(state=_with_arrays(fresh_stage_net(kind, in_dim, config), arrays), losses=tuple(losses),
                       submodule="encoder" if kind == "autoencoder" else None)

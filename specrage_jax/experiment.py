@@ -44,8 +44,9 @@ from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit
 from specrage_jax.embed import embed
 from specrage_jax.evaluate import kmeans_metrics, svm_metrics
 from specrage_jax.ops.ortho import orthogonality_error
-from specrage_jax.pretrain import NetState, TrainedNet, create_net_state
-from specrage_jax.siamese import siamese_net, train_siamese
+from specrage_jax.pretrain import NetState, TrainedNet
+from specrage_jax.siamese import train_siamese
+from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
 from specrage_jax.steps import SpecRaGEState, create_state
 from specrage_jax.train import History, estimate_view_scales, fit
 from specrage_jax.validation import as_view_arrays
@@ -102,18 +103,6 @@ class PretrainResult:
     codes: SplitCodes | None
     nets: PretrainedNets
     timings: dict[str, float]
-
-
-def train_view_nets(trainer: Callable[..., TrainedNet], views: Sequence[np.ndarray], stage_config: Any,
-                    config: ExperimentConfig, *, seed: int) -> tuple[TrainedNet, ...]:
-    """One net per view, trained by ``trainer`` on that view's training rows (seed + v)."""
-    return tuple(trainer(x, stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
-                 for v, x in enumerate(views))
-
-
-def encode_views(nets: Sequence[TrainedNet], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """nets[v].encode(view v): V arrays (n, d_v) -> V arrays (n, c_v)."""
-    return tuple(net.encode(x) for net, x in zip(nets, views))
 
 
 def encode_splits(nets: Sequence[TrainedNet], splits: PreparedSplits) -> SplitCodes:
@@ -224,12 +213,6 @@ PRETRAINED_FORMAT_VERSION = 1
 PIPELINE_FORMAT_VERSION = 1
 
 
-def _stage_module(stage: str, in_dim: int, config: ExperimentConfig) -> nnx.Module:
-    if stage == "autoencoder":
-        return Autoencoder(in_dim, config.autoencoder, rngs=nnx.Rngs(0))
-    return siamese_net(in_dim, config.siamese, seed=0)
-
-
 def _stage_nets(nets: PretrainedNets) -> dict[str, tuple[TrainedNet, ...]]:
     return {stage: found for stage, found in (("autoencoder", nets.autoencoders), ("siamese", nets.siamese)) if found}
 
@@ -274,7 +257,7 @@ def load_pretrained_nets(directory: str | Path, config: ExperimentConfig) -> Pre
     for stage, info in record["stages"].items():
         nets = []
         for v, (in_dim, losses) in enumerate(zip(info["in_dims"], info["losses"])):
-            template = create_net_state(_stage_module(stage, in_dim, config), 1.0)
+            template = fresh_stage_net(stage, in_dim, config)
             params = tree_from_nested(template.params, arrays[stage][f"view_{v}"], where=f"{path} ({stage} view {v})")
             nets.append(TrainedNet(state=template.replace(params=params), losses=tuple(losses),
                                    submodule=info["submodule"]))

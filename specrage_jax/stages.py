@@ -1,0 +1,37 @@
+"""The pre-training stages per view (autoencoders, Siamese nets), shared by the experiment
+pipeline and the scikit-learn estimator: train one net per view, encode views, and build a
+fresh net of a stage to restore saved parameters into."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from flax import nnx
+
+from specrage_jax.autoencoder import Autoencoder
+from specrage_jax.config import ExperimentConfig
+from specrage_jax.pretrain import NetState, TrainedNet, create_net_state
+from specrage_jax.siamese import siamese_net
+
+
+def train_view_nets(trainer: Callable[..., TrainedNet], views: Sequence[np.ndarray], stage_config: Any,
+                    config: ExperimentConfig, *, seed: int) -> tuple[TrainedNet, ...]:
+    """One net per view, trained by ``trainer`` on that view's training rows (seed + v)."""
+    return tuple(trainer(x, stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
+                 for v, x in enumerate(views))
+
+
+def encode_views(nets: Sequence[TrainedNet], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """nets[v].encode(view v): V arrays (n, d_v) -> V arrays (n, c_v)."""
+    return tuple(net.encode(x) for net, x in zip(nets, views))
+
+
+def fresh_stage_net(stage: str, in_dim: int, config: ExperimentConfig) -> NetState:
+    """A freshly initialized net of ``stage`` ("autoencoder" or "siamese"): the structure that
+    saved parameters are restored into."""
+    if stage == "autoencoder":
+        return create_net_state(Autoencoder(in_dim, config.autoencoder, rngs=nnx.Rngs(0)), config.autoencoder.learning_rate)
+    if stage == "siamese":
+        return create_net_state(siamese_net(in_dim, config.siamese, seed=0), config.siamese.learning_rate)
+    raise ValueError(f"unknown pre-training stage {stage!r}; expected 'autoencoder' or 'siamese'")
