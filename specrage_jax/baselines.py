@@ -7,6 +7,9 @@ from typing import Sequence
 
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+from sklearn.neighbors import NearestNeighbors
 
 from specrage_jax.config import GraphConfig
 from specrage_jax.ops.affinity import knn_gaussian_affinity
@@ -23,15 +26,60 @@ def full_graph_affinities(codes: Sequence[np.ndarray], graph: GraphConfig) -> np
     return np.stack(affinities)
 
 
+DENSE_EIGH_MAX_ROWS = 4000  # above this, a sparse kNN graph and ARPACK instead of dense (n, n) matrices
+
+
 def mean_laplacian_eigenvectors(codes: Sequence[np.ndarray], n_components: int, graph: GraphConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(eigenvalues (k,), eigenvectors (n, k)) of L-bar = sum_v L^(v), smallest first (NumPy eigh).
+    """(eigenvalues (k,), eigenvectors (n, k)) of L-bar = sum_v L^(v), smallest first.
 
     The sum and the mean of the Laplacians share eigenvectors; this is Eq. 3's exact minimizer
-    under Y^T Y = I on the given set.
+    under Y^T Y = I on the given set. Dense NumPy eigh up to DENSE_EIGH_MAX_ROWS rows, else the
+    same graph as a sparse matrix and ARPACK in shift-invert mode (memory O(n l)).
     """
+    if len(codes[0]) > DENSE_EIGH_MAX_ROWS:
+        return sparse_bottom_eigenvectors(sum(sparse_laplacian(sparse_knn_affinity(x, graph)) for x in codes),
+                                          n_components)
     l_bar = sum(laplacian_np(w) for w in full_graph_affinities(codes, graph))
     values, vectors = np.linalg.eigh(l_bar)
     return values[:n_components], vectors[:, :n_components]
+
+
+def sparse_knn_affinity(x: np.ndarray, graph: GraphConfig) -> sp.csr_matrix:
+    """W of one view of the whole set as a sparse (n, n) float64 matrix, by the rule of
+    `ops.affinity.knn_gaussian_affinity` (sigma from the set itself, zero distances ignored).
+    A directed graph ('none') is returned as is; `sparse_laplacian` uses its symmetric part."""
+    n, l = len(x), graph.n_neighbors
+    others = l - 1 if graph.include_self else l
+    dist, idx = NearestNeighbors(n_neighbors=others, algorithm="brute").fit(x).kneighbors()  # excludes each point itself
+    if graph.include_self:
+        dist = np.concatenate([np.zeros((n, 1)), dist], axis=1)
+        idx = np.concatenate([np.arange(n)[:, None], idx], axis=1)
+    scale_dist = dist[:, graph.sigma_neighbor - 1]
+    sigma = float(np.median(scale_dist[scale_dist > 0])) if np.any(scale_dist > 0) else 1.0
+    values = np.exp(-np.square(dist) / (graph.bandwidth_factor * sigma**2))
+    w = sp.csr_matrix((values.ravel(), (np.repeat(np.arange(n), l), idx.ravel())), shape=(n, n))
+    w.setdiag(0.0)
+    w.eliminate_zeros()
+    if graph.symmetrize == "mean":
+        return ((w + w.T) / 2).tocsr()
+    if graph.symmetrize == "max":
+        return w.maximum(w.T).tocsr()
+    return w
+
+
+def sparse_laplacian(w: sp.spmatrix) -> sp.csr_matrix:
+    """L = D - W of the symmetric part of W: (n, n) sparse."""
+    sym = (w + w.T) / 2
+    return (sp.diags(np.asarray(sym.sum(axis=1)).ravel()) - sym).tocsr()
+
+
+def sparse_bottom_eigenvectors(laplacian: sp.spmatrix, n_components: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k smallest eigenpairs of a sparse PSD Laplacian by ARPACK shift-invert just below 0."""
+    shift = -1e-6 * max(float(laplacian.diagonal().mean()), 1e-12)
+    start = np.random.default_rng(0).standard_normal(laplacian.shape[0])
+    values, vectors = sla.eigsh(laplacian.tocsc(), k=n_components, sigma=shift, which="LM", v0=start)
+    order = np.argsort(values)
+    return values[order], vectors[:, order]
 
 
 def laplacian_np(w: np.ndarray) -> np.ndarray:
