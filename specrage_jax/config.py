@@ -252,10 +252,15 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
                  "train": {"epochs": 60, "batch_size": 1024, "steps_per_epoch": 5},
                  "data": {"preprocess": "none"},
                  "siamese": {"enabled": True, "n_positive": 3, "hidden": (512, 512), "epochs": 10}},
-        # The paper's InfiniteMNIST row (l 30, T 250000, AE + Siamese); not yet run to completion here.
-        "noisymnist": {"model": near_uniform, "graph": {"n_neighbors": 30}, "train": {"epochs": 50},
-                       "data": {"preprocess": "none"}, "siamese": {"enabled": True},
-                       "autoencoder": {"enabled": True}},
+        # PYTHONPATH=. python experiments/reproduce_tables.py --datasets noisymnist --data-dir ../shared/datasets
+        #   -> see experiments/results/tables.md (10 seeds; seed 0 VAL 0.989 / TEST 0.987).
+        # Not the paper's row (l 30, AE + Siamese): the exact SE of the summed raw-pixel 10-NN graph
+        # already reaches 0.99 on NoisyMNIST, while a single view's reaches ~0.6 — so what matters is
+        # that both views' graphs count equally (weights pinned, alpha outside the affinity: the
+        # probe with Eq. 4 drifted to weights 0.90 / 0.10 and ACC 0.77) and that the in-batch graph is
+        # pure: exact SE of one batch's summed graph, m 1024: l 20 0.85, l 10 0.95; m 2048: l 10 0.975.
+        "noisymnist": {"model": near_uniform, "graph": {"n_neighbors": 10, "weights_in_affinity": False},
+                       "train": {"epochs": 15, "batch_size": 2048}, "data": {"preprocess": "none"}},
         "infinitemnist": {"model": near_uniform, "graph": {"n_neighbors": 30}, "train": {"epochs": 25},
                           "data": {"preprocess": "none"}, "siamese": {"enabled": True},
                           "autoencoder": {"enabled": True}},
