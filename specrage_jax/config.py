@@ -175,10 +175,11 @@ class DataConfig:
 
     test_fraction: float = _f(0.2, "fraction of samples held out for testing")
     val_fraction: float = _f(0.1, "fraction of the training part used for validation")
-    preprocess: str = _f("standard", "per-view feature scaling: standard | minmax | none")
+    preprocess: str = _f("standard", "per-view feature scaling: standard | minmax | none | l2 (rows to unit "
+                                     "L2 norm) | standard_l2 (standard, then rows to unit norm)")
 
     def __post_init__(self) -> None:
-        _check_choice("data", "preprocess", self.preprocess, ("standard", "minmax", "none"))
+        _check_choice("data", "preprocess", self.preprocess, ("standard", "minmax", "none", "l2", "standard_l2"))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 from specrage_jax.autoencoder import train_autoencoder
 from specrage_jax.checkpoint import CheckpointError, load_model, save_model, tree_from_nested
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict
-from specrage_jax.data.preprocess import ViewScaler, apply_view_scalers, fit_view_scalers
+from specrage_jax.data.preprocess import ViewScaler, apply_view_scalers, fit_view_scalers, normalizes_rows
 from specrage_jax.embed import embed
 from specrage_jax.pretrain import TrainedNet
 from specrage_jax.siamese import train_siamese
@@ -61,7 +61,8 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
       max_epochs: maximum number of epochs (train.epochs).
       validation_fraction: fraction of X held out (seeded, random) for the plateau schedule; a
         split too small for the kNN graph (e.g. 0) lets the training loss drive it.
-      preprocess: per-view scaling fitted on the training rows: "standard", "minmax", "none".
+      preprocess: per-view scaling fitted on the training rows: "standard", "minmax", "none", "l2",
+        "standard_l2" (the last two scale each row to unit L2 norm after the feature scaling).
       siamese, autoencoder: enable the Siamese-affinity and autoencoder pre-training stages.
       view_dims: widths (d_1, ..., d_V) of the views stacked in a 2-D X; None: X is one view
         (a list of views needs no view_dims).
@@ -369,7 +370,8 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         est.config_, est.seed_, est.view_dims_ = config, int(meta["seed"]), view_dims
         est.n_features_in_, est.n_components_ = int(sum(view_dims)), int(config.model.n_components)
         est.scalers_ = tuple(ViewScaler(offset=np.asarray(extra["scalers"][f"view_{v}"]["offset"]),
-                                        scale=np.asarray(extra["scalers"][f"view_{v}"]["scale"]))
+                                        scale=np.asarray(extra["scalers"][f"view_{v}"]["scale"]),
+                                        unit_rows=normalizes_rows(config.data.preprocess))
                              for v in range(len(view_dims)))
         in_dims: Sequence[int] = view_dims
         est.autoencoders_ = est.siamese_nets_ = None

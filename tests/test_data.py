@@ -291,3 +291,23 @@ def test_load_dataset_builds_known_names():
 def test_load_dataset_unknown_name_lists_known_names():
     with pytest.raises(ValueError, match="unknown dataset 'mnist'.*blobs, digits"):
         load_dataset("mnist")
+
+
+@pytest.mark.parametrize("kind, base", [("l2", "none"), ("standard_l2", "standard")])
+def test_row_normalizing_scalers_give_unit_rows_after_the_feature_scaling(digits, kind, base):
+    x = digits.views[0][:200]
+    (scaler,) = fit_view_scalers([x], kind)
+    (plain,) = fit_view_scalers([x], base)
+    scaled = scaler.transform(x)
+    np.testing.assert_allclose(np.linalg.norm(scaled, axis=1), 1.0, atol=1e-5)
+    expected = plain.transform(x)
+    np.testing.assert_allclose(scaled, expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=1e-6)
+
+
+def test_row_normalization_keeps_zero_rows_zero_and_nan_rows_nan():
+    x = np.array([[0.0, 0.0], [3.0, 4.0], [np.nan, np.nan]])
+    (scaler,) = fit_view_scalers([x[:2]], "l2")
+    out = scaler.transform(x)
+    np.testing.assert_array_equal(out[0], [0.0, 0.0])
+    np.testing.assert_allclose(out[1], [0.6, 0.8], atol=1e-7)
+    assert np.all(np.isnan(out[2]))
