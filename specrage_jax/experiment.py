@@ -41,6 +41,7 @@ from specrage_jax.checkpoint import (
 )
 from specrage_jax.config import ExperimentConfig, config_from_dict, config_to_dict
 from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
+from specrage_jax.data.preprocess import normalizes_rows
 from specrage_jax.embed import embed
 from specrage_jax.evaluate import kmeans_metrics, svm_metrics
 from specrage_jax.ops.ortho import orthogonality_error
@@ -349,7 +350,8 @@ def load_pipeline(directory: str | Path) -> InferencePipeline:
         config = config_from_dict(meta["experiment_config"])
         input_dims = tuple(int(d) for d in meta["input_dims"])
         saved = model.extra_trees.get("scalers", {})
-        scalers = tuple(ViewScaler(offset=saved[f"view_{v}"]["offset"], scale=saved[f"view_{v}"]["scale"])
+        scalers = tuple(ViewScaler(offset=saved[f"view_{v}"]["offset"], scale=saved[f"view_{v}"]["scale"],
+                                   unit_rows=normalizes_rows(config.data.preprocess))
                         for v in range(len(input_dims)))
         encoders = None
         if config.autoencoder.enabled:
