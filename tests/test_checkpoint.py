@@ -21,7 +21,7 @@ from specrage_jax.checkpoint import (
 from specrage_jax.cli import main
 from specrage_jax.autoencoder import train_autoencoder
 from specrage_jax.config import (
-    AutoencoderConfig, ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, TrainConfig, config_from_dict,
+    AutoencoderConfig, DataConfig, ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, TrainConfig, config_from_dict,
     config_to_dict, preset,
 )
 from specrage_jax.data import apply_view_scalers, fit_view_scalers, load_dataset
@@ -292,3 +292,18 @@ def test_cli_checkpoint_defaults():
     explicit = resolve_config("digits", None, [], True, checkpoint_every=2, keep_checkpoints=5).checkpoint
     assert (explicit.every_epochs, explicit.min_seconds, explicit.keep) == (2, 0.0, 5)
     assert resolve_config("digits", None, ["checkpoint.every_epochs=0"], True).checkpoint.every_epochs == 0
+
+
+def test_saved_pipeline_reapplies_row_normalization(tmp_path, trained):
+    """data.preprocess=standard_l2 (feature scaling, then unit rows) is restored by load_pipeline."""
+    state, _ = trained
+    data = load_dataset("blobs", seed=0)
+    scalers = fit_view_scalers([v[:400] for v in data.views], "standard_l2")
+    config = ExperimentConfig(model=MODEL, graph=GRAPH, data=DataConfig(preprocess="standard_l2"))
+    save_inference_model(tmp_path / "run" / "model", state, config, scalers=scalers, autoencoders=None,
+                         input_dims=data.view_dims, view_names=data.view_names, dataset="blobs", seed=0)
+    rows = [v[400:500] for v in data.views]
+    expected, _ = embed(state, apply_view_scalers(scalers, rows), batch_size=128)
+    restored = load_pipeline(tmp_path / "run")
+    assert all(s.unit_rows for s in restored.scalers)
+    np.testing.assert_array_equal(restored.transform(rows)[0], expected)
