@@ -1,6 +1,7 @@
 """Command line:
 
     specrage train --dataset NAME [--seed S] [--epochs E] [--out DIR] [--set key=value ...]
+                   [--stream auto|on|off] [--cache-dir DIR] [--eval-max-rows N]
     specrage train --resume DIR
     specrage embed --checkpoint DIR --input FILE --output FILE.npy [--weights FILE.npy]
 
@@ -59,8 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "(for --resume).",
         epilog=config_help(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    train.add_argument("--dataset", default=None, help=f"dataset: {', '.join(dataset_names())}, infinitemnist:N (N samples), or file:PATH[#0,2] "
-                            "(any .mat/.npz multi-view file; #0,2 picks views)")
+    train.add_argument("--dataset", default=None, help=f"dataset: {', '.join(dataset_names())}, infinitemnist:N (N samples), file:PATH[#0,2] "
+                            "(any .mat/.npz multi-view file; #0,2 picks views), or memmap:DIR (per-view .npy files "
+                            "written by data.stream.write_views_memmap)")
     train.add_argument("--seed", type=int, default=None, help="seed of the split, initialization and batches (default 0)")
     train.add_argument("--epochs", type=int, default=None, help="maximum epochs (same as --set train.epochs=E)")
     train.add_argument("--out", default=None, help="output directory (default runs/DATASET-seedS)")
@@ -79,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
                             "last checkpoint")
     train.add_argument("--keep-checkpoints", type=int, default=None, metavar="K",
                        help="training checkpoints kept, the newest (default 3; --set checkpoint.keep=K)")
+    train.add_argument("--stream", choices=("auto", "on", "off"), default="auto",
+                       help="read the dataset from disk on demand instead of holding it in memory: on, off, or auto "
+                            "(default: on for infinitemnist:N and memmap:DIR from 250000 samples). InfiniteMNIST is "
+                            "then generated once into --cache-dir; needs data.preprocess=none")
+    train.add_argument("--cache-dir", default=None, metavar="DIR",
+                       help="where a streamed InfiniteMNIST is generated and reused (default DATA_DIR/specrage_cache)")
+    train.add_argument("--eval-max-rows", type=int, default=None, metavar="N",
+                       help="streamed runs: k-means and the SVM's training set use at most N seeded random rows "
+                            "(default 100000; 0: every row); recorded in metrics.json under test.eval_rows")
     train.add_argument("--resume", default=None, metavar="DIR",
                        help="continue the interrupted run whose output directory is DIR from its newest readable "
                             "checkpoint (its dataset, seed and configuration are reused; conflicting ones are refused)")
@@ -193,13 +204,55 @@ def metrics_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def stream_choice(flag: str, recorded: bool | None = None) -> bool | None:
+    """--stream as run_experiment's ``stream``: on True, off False, auto the recorded choice of a
+    resumed run, else None (automatic by size)."""
+    if flag == "on":
+        return True
+    if flag == "off":
+        return False
+    return recorded
+
+
+def eval_max_rows(value: int | None) -> int | None:
+    """--eval-max-rows as run_experiment's ``eval_max_rows`` (0: every row; unset: the default)."""
+    from specrage_jax.experiment import STREAM_EVAL_MAX_ROWS
+
+    if value is None:
+        return STREAM_EVAL_MAX_ROWS
+    if value < 0:
+        raise ValueError(f"--eval-max-rows must be >= 0 (0: every row), got {value}")
+    return value or None
+
+
+def check_stream_request(dataset: str, stream: bool | None, data_dir: str | None, config: ExperimentConfig) -> None:
+    """ValueError before any work when the run would stream a dataset that cannot stream, or with a
+    fitted scaler (streamed runs take data.preprocess=none)."""
+    from specrage_jax.data import parse_dataset_name
+    from specrage_jax.experiment import should_stream
+
+    if not should_stream(dataset, stream, data_dir):
+        return
+    if not parse_dataset_name(dataset).streamable:
+        raise ValueError(f"--stream on: {dataset} cannot be streamed from disk; streaming is for "
+                         f"infinitemnist[:N] and memmap:DIR")
+    if config.data.preprocess != "none":
+        raise ValueError(f"{dataset} is streamed from disk, which needs data.preprocess=none (got "
+                         f"{config.data.preprocess!r}): add --set data.preprocess=none, or --stream off")
+
+
 def run_train(args: argparse.Namespace) -> int:
     from specrage_jax.checkpoint import CheckpointError
 
     try:
+        stream = stream_choice(args.stream)
+        max_rows = eval_max_rows(args.eval_max_rows)
         if args.resume is not None:
             dataset, seed, config, data_dir = resolve_resume(args)
             out = args.resume
+            from specrage_jax.experiment import read_run_record
+
+            stream = stream_choice(args.stream, read_run_record(out).get("stream"))
         else:
             if args.dataset is None:
                 print("specrage train: --dataset is required (or --resume DIR)", file=sys.stderr)
@@ -217,6 +270,11 @@ def run_train(args: argparse.Namespace) -> int:
     if args.print_config:
         print(json.dumps(dataclasses.asdict(config), indent=2))
         return 0
+    try:
+        check_stream_request(dataset, stream, data_dir, config)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"specrage: {err}", file=sys.stderr)
+        return 2
     from specrage_jax.experiment import run_experiment
     from specrage_jax.sharding import check_batch_divisible, make_data_mesh
 
@@ -229,7 +287,8 @@ def run_train(args: argparse.Namespace) -> int:
     try:
         result = run_experiment(dataset, config, seed=seed, out_dir=out, data_dir=data_dir,
                                 figure=not args.no_figure, resume=args.resume is not None,
-                                mesh=mesh if mesh.devices.size > 1 else None)
+                                mesh=mesh if mesh.devices.size > 1 else None, stream=stream,
+                                cache_dir=args.cache_dir, eval_max_rows=max_rows)
     except CheckpointError as err:
         print(f"specrage: {err}", file=sys.stderr)
         return 2

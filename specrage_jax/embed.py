@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import jax.numpy as jnp
 import numpy as np
 
 from specrage_jax.steps import SpecRaGEState, predict
+from specrage_jax.train import is_streamed
 from specrage_jax.validation import as_view_arrays, check_view_dims, view_presence
 
 
@@ -29,10 +30,16 @@ def embed(
     left out of that sample's fusion: its rows are zeroed before the networks and its weight
     is 0, the other views' weights renormalized (a softmax with its logit at -inf).
 
+    Views streamed from disk (``data.lazy.MemmapRows``, marked ``streamed``) are read
+    ``batch_size`` rows at a time, each chunk embedded as above: the same rows bitwise, in
+    O(batch_size) input memory (the outputs, n x (k + V), are kept).
+
     Raises:
       ValueError: naming the view for partial-NaN rows, infinite values or a width the model
         was not built for; naming the sample when all its views are missing.
     """
+    if is_streamed(views):
+        return embed_streamed(state, views, batch_size=batch_size, mask=mask)
     arrays = as_view_arrays(views, allow_missing=True)
     check_view_dims(arrays, state.model().view_dims)
     present = view_presence(arrays, mask)
@@ -50,4 +57,29 @@ def embed(
         y, alpha = predict(state, tuple(jnp.asarray(r) for r in rows), jnp.asarray(rows_mask))
         ys.append(np.asarray(y)[:count])
         alphas.append(np.asarray(alpha)[:count])
+    return np.concatenate(ys), np.concatenate(alphas)
+
+
+def embed_streamed(
+    state: SpecRaGEState,
+    views: Sequence[Any],
+    *,
+    batch_size: int = 4096,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`embed` of row sources read on demand (``rows[start:stop]`` -> float32 (m, d_v)),
+    one chunk of ``batch_size`` rows at a time: Y (n, k), alpha (n, V)."""
+    check_view_dims(views, state.model().view_dims)
+    n = len(views[0])
+    if any(len(v) != n for v in views):
+        raise ValueError(f"views disagree on the number of samples ({', '.join(str(v.shape) for v in views)})")
+    if mask is not None and np.shape(mask) != (n, len(views)):
+        raise ValueError(f"mask must have shape (n_samples, n_views) = {(n, len(views))}, got {np.shape(mask)}")
+    ys, alphas = [], []
+    for start in range(0, n, batch_size):
+        rows = slice(start, min(start + batch_size, n))
+        y, alpha = embed(state, [v[rows] for v in views], batch_size=batch_size,
+                         mask=None if mask is None else np.asarray(mask)[rows])
+        ys.append(y)
+        alphas.append(alpha)
     return np.concatenate(ys), np.concatenate(alphas)

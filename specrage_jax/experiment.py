@@ -42,6 +42,8 @@ from specrage_jax.checkpoint import (
 from specrage_jax.config import ExperimentConfig, config_from_dict, config_to_dict
 from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
 from specrage_jax.data.preprocess import normalizes_rows
+from specrage_jax.data.lazy import StreamedViews
+from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
 from specrage_jax.embed import embed
 from specrage_jax.evaluate import kmeans_metrics, svm_metrics
 from specrage_jax.ops.ortho import orthogonality_error
@@ -49,7 +51,7 @@ from specrage_jax.pretrain import NetState, TrainedNet
 from specrage_jax.siamese import train_siamese
 from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
 from specrage_jax.steps import SpecRaGEState, create_state
-from specrage_jax.train import History, estimate_view_scales, fit
+from specrage_jax.train import History, estimate_view_scales, fit, is_streamed
 from specrage_jax.validation import as_view_arrays
 
 
@@ -67,7 +69,12 @@ class PreparedSplits:
 
 
 def prepare_splits(data: MultiViewData, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
-    """The paper's stratified 80/20 then 90/10 split, and per-view scaling fitted on train."""
+    """The paper's stratified 80/20 then 90/10 split, and per-view scaling fitted on train.
+
+    A dataset streamed from disk (``data.lazy.StreamedViews``) is split by
+    :func:`prepare_streamed_splits`: the same split, as row sets over its files."""
+    if isinstance(data, StreamedViews):
+        return prepare_streamed_splits(data, config, seed=seed)
     idx = split_indices(data.labels, seed=seed, test_fraction=config.data.test_fraction,
                         val_fraction=config.data.val_fraction)
     train, val, test = data.subset(idx.train), data.subset(idx.val), data.subset(idx.test)
@@ -77,6 +84,29 @@ def prepare_splits(data: MultiViewData, config: ExperimentConfig, *, seed: int) 
         test=apply_view_scalers(scalers, test.views),
         train_labels=train.labels, val_labels=val.labels, test_labels=test.labels, scalers=scalers,
     )
+
+
+def prepare_streamed_splits(data: StreamedViews, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
+    """:func:`prepare_splits` of a dataset streamed from disk: the same split indices, each split's
+    views ``MemmapRows`` over the files (no rows are read), identity scalers.
+
+    Raises:
+      ValueError: for ``data.preprocess`` other than 'none': a fitted scaler would need its own
+        passes over the training rows, and streamed runs take raw values (the infinitemnist
+        preset's setting).
+    """
+    if config.data.preprocess != "none":
+        raise ValueError(f"dataset {data.name!r} is streamed from disk ({data.source.directory}): "
+                         f"data.preprocess={config.data.preprocess!r} is not supported for streamed data (a scaler "
+                         f"fitted on the training split would need extra passes over the files); use "
+                         f"--set data.preprocess=none, or run it in memory (--stream off)")
+    idx = split_indices(data.labels, seed=seed, test_fraction=config.data.test_fraction,
+                        val_fraction=config.data.val_fraction)
+    (train, train_labels), (val, val_labels), (test, test_labels) = (
+        data.subset(idx.train), data.subset(idx.val), data.subset(idx.test))
+    scalers = tuple(ViewScaler(offset=np.zeros(d), scale=np.ones(d)) for d in data.view_dims)
+    return PreparedSplits(train=train, val=val, test=test, train_labels=train_labels, val_labels=val_labels,
+                          test_labels=test_labels, scalers=scalers)
 
 
 @dataclass(frozen=True)
@@ -179,21 +209,58 @@ def train_on_splits(
                mesh=mesh, on_epoch_end=on_epoch_end)
 
 
-def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: ExperimentConfig, *, seed: int,
+                   max_rows: int | None = None) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     """Test metrics (k-means on the test embedding; SVM trained on train, scored on test),
-    plus the test embedding (n_test, k) and view weights (n_test, V)."""
+    plus the test embedding (n_test, k) and view weights (n_test, V).
+
+    ``max_rows`` (streamed runs) bounds the evaluation: k-means runs on at most that many seeded
+    random test rows and the SVM trains on at most that many training rows (so only those are
+    embedded); it still scores every test row. The row counts are recorded in the metrics under
+    "eval_rows". None (the default): every row, and no "eval_rows" entry.
+    """
     batch = config.eval.embed_batch_size
-    y_train, _ = embed(state, splits.train, batch_size=batch)
+    n_train, n_test = len(splits.train_labels), len(splits.test_labels)
+    svm_rows = evaluation_rows(n_train, max_rows, seed=seed, stream=0)
+    kmeans_rows = evaluation_rows(n_test, max_rows, seed=seed, stream=1)
+    y_train, _ = embed(state, select_rows(splits.train, svm_rows), batch_size=batch)
+    train_labels = splits.train_labels if svm_rows is None else splits.train_labels[svm_rows]
     y_test, alpha_test = embed(state, splits.test, batch_size=batch)
+    kmeans_y, kmeans_labels = (y_test, splits.test_labels) if kmeans_rows is None else (
+        y_test[kmeans_rows], splits.test_labels[kmeans_rows])
     n_clusters = int(max(splits.train_labels.max(), splits.test_labels.max()) + 1)
     metrics = {
-        "kmeans": kmeans_metrics(y_test, splits.test_labels, n_clusters=n_clusters, seed=seed,
+        "kmeans": kmeans_metrics(kmeans_y, kmeans_labels, n_clusters=n_clusters, seed=seed,
                                  n_init=config.eval.kmeans_n_init),
-        "svm": svm_metrics(y_train, splits.train_labels, y_test, splits.test_labels, seed=seed),
+        "svm": svm_metrics(y_train, train_labels, y_test, splits.test_labels, seed=seed),
         "orthogonality_error": float(orthogonality_error(y_test, config.ortho.convention)),
         "mean_view_weights": [float(w) for w in alpha_test.mean(axis=0)],
     }
+    if max_rows is not None:
+        metrics["eval_rows"] = {"max_rows": int(max_rows), "kmeans_test_rows": len(kmeans_labels),
+                                "svm_train_rows": len(train_labels), "svm_test_rows": n_test,
+                                "subsample_seed": [seed, EVAL_SUBSAMPLE_STREAM]}
     return metrics, y_test, alpha_test
+
+
+EVAL_SUBSAMPLE_STREAM = 7  # np.random.default_rng([seed, 7, 0 (SVM train) | 1 (k-means test)])
+
+
+def evaluation_rows(n: int, max_rows: int | None, *, seed: int, stream: int) -> np.ndarray | None:
+    """Sorted (max_rows,) seeded random rows of n when n > max_rows, else None (every row)."""
+    if max_rows is None or n <= max_rows:
+        return None
+    if max_rows < 1:
+        raise ValueError(f"max_rows must be >= 1 (or None for every row), got {max_rows}")
+    rng = np.random.default_rng([seed, EVAL_SUBSAMPLE_STREAM, stream])
+    return np.sort(rng.choice(n, size=max_rows, replace=False))
+
+
+def select_rows(views: Sequence[Any], rows: np.ndarray | None) -> tuple[Any, ...]:
+    """The views at sorted ``rows`` (None: the views as they are); streamed views stay unread."""
+    if rows is None:
+        return tuple(views)
+    return tuple(v.take(rows) if is_streamed([v]) else v[rows] for v in views)
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
@@ -380,7 +447,10 @@ RUN_FORMAT_VERSION = 1
 
 
 def data_fingerprint(data: MultiViewData) -> dict[str, Any]:
-    """Sample count, view dims and a CRC32 of every view and the labels (resume refuses other data)."""
+    """Sample count, view dims and a CRC32 of every view and the labels (resume refuses other data).
+    A streamed dataset gives the CRC32 of each of its files instead (``StreamedViews.fingerprint``)."""
+    if isinstance(data, StreamedViews):
+        return data.fingerprint()
     crc = 0
     for array in (*data.views, data.labels):
         crc = zlib.crc32(np.ascontiguousarray(array).tobytes(), crc)
@@ -494,9 +564,25 @@ class RunOutputs:
     alpha_test: np.ndarray
 
 
+STREAM_AUTO_MIN_ROWS = 250_000  # stream infinitemnist / memmap:DIR from disk from this many samples on
+STREAM_EVAL_MAX_ROWS = 100_000  # a streamed run's k-means / SVM-training rows (seeded subsample above)
+
+
+def should_stream(dataset: str, stream: bool | None, data_dir: str | None = None) -> bool:
+    """Whether a run reads ``dataset`` from disk on demand: ``stream`` when given (True for a
+    dataset that cannot stream raises ValueError when it is opened), else automatically for
+    infinitemnist[:N] and memmap:DIR with at least ``STREAM_AUTO_MIN_ROWS`` samples."""
+    if stream is not None:
+        return stream
+    if not parse_dataset_name(dataset).streamable:
+        return False
+    return (dataset_rows(dataset, data_dir) or 0) >= STREAM_AUTO_MIN_ROWS
+
+
 def run_experiment(
     dataset: str, config: ExperimentConfig, *, seed: int, out_dir: str | Path | None = None,
     data_dir: str | None = None, figure: bool = True, resume: bool = False, mesh: Mesh | None = None,
+    stream: bool | None = None, cache_dir: str | Path | None = None, eval_max_rows: int | None = STREAM_EVAL_MAX_ROWS,
 ) -> dict[str, Any]:
     """Trains and evaluates on ``dataset``; with ``out_dir`` writes metrics.json, embedding.png, the
     inference model OUT/model (``checkpoint.save_model``) and, with ``checkpoint.every_epochs`` > 0,
@@ -507,15 +593,38 @@ def run_experiment(
     ``resume`` continues the interrupted run in ``out_dir`` (same dataset, seed and configuration,
     checked against OUT/checkpoints/run.json, up to the checkpoint section and progress bars).
 
+    ``stream`` (see :func:`should_stream`; None: automatic) reads the dataset from disk on demand
+    (infinitemnist[:N] generated once into ``cache_dir``, default DATA_DIR/specrage_cache, or
+    memmap:DIR): splits are row sets over the files, the autoencoders train on gathered batches and
+    encode chunk by chunk, and the evaluation subsamples at most ``eval_max_rows`` rows (None: all).
+    The in-memory path (``stream`` False) is unchanged.
+
     Returns the metrics dictionary (metrics are fractions in [0, 1]).
 
     Raises:
       CheckpointError (a ValueError): nothing to resume; a resume whose settings or data differ
         from the recorded run; a fresh run over the checkpoints of an interrupted one; an
         incompatible checkpoint.
+      ValueError: streaming a dataset that cannot stream, or with data.preprocess other than 'none'.
     """
     start = time.perf_counter()
-    data = load_dataset(dataset, seed=seed, data_dir=data_dir)
+    streamed = should_stream(dataset, stream, data_dir)
+    if not streamed:
+        data = load_dataset(dataset, seed=seed, data_dir=data_dir)
+        return _run_loaded(data, dataset, config, seed=seed, out_dir=out_dir, data_dir=data_dir, figure=figure,
+                           resume=resume, mesh=mesh, start=start)
+    data = open_streamed_dataset(dataset, seed=seed, data_dir=data_dir, cache_dir=cache_dir)
+    try:
+        return _run_loaded(data, dataset, config, seed=seed, out_dir=out_dir, data_dir=data_dir, figure=figure,
+                           resume=resume, mesh=mesh, start=start, eval_max_rows=eval_max_rows)
+    finally:
+        data.close()
+
+
+def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: ExperimentConfig, *, seed: int,
+                out_dir: str | Path | None, data_dir: str | None, figure: bool, resume: bool, mesh: Mesh | None,
+                start: float, eval_max_rows: int | None = None) -> dict[str, Any]:
+    """:func:`run_experiment` on loaded (or opened) data."""
     config = with_n_components(config, data.n_classes)
     out = None if out_dir is None else Path(out_dir)
     ckpt_dir = None if out is None or not config.checkpoint.every_epochs else out / "checkpoints"
@@ -527,11 +636,12 @@ def run_experiment(
             _check_resume(read_run_record(out), dataset, seed, config, fingerprint, out)
         _start_run(ckpt_dir, {"format": "specrage_jax", "kind": "run", "format_version": RUN_FORMAT_VERSION,
                               "library_version": library_version(), "dataset": dataset, "seed": seed,
-                              "data_dir": data_dir, "config": config_to_dict(config), "data": fingerprint},
+                              "data_dir": data_dir, "config": config_to_dict(config), "data": fingerprint,
+                              "stream": isinstance(data, StreamedViews)},
                    resume=resume)
     try:
         outputs = train_and_evaluate(data, config, seed=seed, dataset=dataset, ckpt_dir=ckpt_dir, resume=resume,
-                                     mesh=mesh)
+                                     mesh=mesh, eval_max_rows=eval_max_rows)
     except BaseException:
         if ckpt_dir is not None:
             _set_run_status(ckpt_dir, "failed")
@@ -560,10 +670,12 @@ def run_experiment(
 
 
 def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: int, dataset: str | None = None,
-                       ckpt_dir: Path | None = None, resume: bool = False, mesh: Mesh | None = None) -> RunOutputs:
+                       ckpt_dir: Path | None = None, resume: bool = False, mesh: Mesh | None = None,
+                       eval_max_rows: int | None = None) -> RunOutputs:
     """Split, preprocess, pre-train, train (checkpointing into ``ckpt_dir`` when given; continuing
     from it with ``resume``) and evaluate; ``config.model.n_components`` must be set. ``dataset``
-    names the data in the record (default ``data.name``)."""
+    names the data in the record (default ``data.name``). ``data`` may be a ``StreamedViews``
+    (read from disk on demand); ``eval_max_rows`` then bounds the evaluation (:func:`evaluate_state`)."""
     dataset = dataset or data.name
     splits = prepare_splits(data, config, seed=seed)
     train_start = time.perf_counter()
@@ -587,7 +699,9 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
         stage_seconds["checkpoint_seconds"] = float(sum(checkpointer.save_seconds))
     train_seconds = time.perf_counter() - train_start
     eval_start = time.perf_counter()
-    test_metrics, y_test, alpha_test = evaluate_state(state, pretrained.splits, config, seed=seed)
+    streamed = isinstance(data, StreamedViews)
+    test_metrics, y_test, alpha_test = evaluate_state(state, pretrained.splits, config, seed=seed,
+                                                      max_rows=eval_max_rows if streamed else None)
     ps = pretrained.splits
     result: dict[str, Any] = {
         "dataset": dataset, "seed": seed,
@@ -600,4 +714,6 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
         "config": config_to_dict(config),
         "environment": environment_info(),
     }
+    if streamed:
+        result["stream"] = {"directory": str(data.source.directory), "storage_dtype": data.source.meta["dtype"]}
     return RunOutputs(result=result, state=state, pretrained=pretrained, y_test=y_test, alpha_test=alpha_test)

@@ -181,14 +181,36 @@ def validation_loss(state: SpecRaGEState, views: Sequence[np.ndarray], codes: Se
 def check_training_inputs(
     state: SpecRaGEState, train_views: Sequence[np.ndarray], val_views: Sequence[np.ndarray]
 ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
-    """Validated float32 copies of the training and validation views, matching the model."""
+    """Validated float32 copies of the training and validation views, matching the model.
+
+    Views streamed from disk (``data.lazy.MemmapRows``) are passed through unread: their widths
+    and row counts are checked here, and their values were checked finite when they were written
+    (``write_views_memmap`` refuses NaN and inf), so batches are gathered as the loop needs them.
+    """
     view_dims = state.model().view_dims
     checked = []
     for what, views in (("train_views", train_views), ("val_views", val_views)):
-        arrays = as_view_arrays(views, what=what)
+        arrays = check_streamed_views(views, what=what) if is_streamed(views) else as_view_arrays(views, what=what)
         check_view_dims(arrays, view_dims, what=what)
         checked.append(arrays)
     return checked[0], checked[1]
+
+
+def is_streamed(views: Sequence[Any]) -> bool:
+    """True when ``views`` are row sources read on demand (``data.lazy.MemmapRows``: ``shape``,
+    ``len`` and ``rows[idx]``, marked ``streamed = True``), False for arrays."""
+    return any(getattr(v, "streamed", False) is True for v in views)
+
+
+def check_streamed_views(views: Sequence[Any], *, what: str) -> tuple[Any, ...]:
+    """The views as a tuple after checking they are V row sets (n, d_v) with the same n."""
+    rows = {len(v) for v in views}
+    if len(rows) != 1:
+        raise ValueError(f"{what}: views disagree on the number of samples "
+                         f"({', '.join(f'view {v}: {x.shape}' for v, x in enumerate(views))})")
+    if rows == {0}:
+        raise ValueError(f"{what}: the views have no rows")
+    return tuple(views)
 
 
 def fit(

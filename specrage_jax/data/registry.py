@@ -1,25 +1,48 @@
 """Datasets by name: synthetic ones, the paper's real benchmarks, and any file (`file:PATH`).
 
 Names: blobs, digits, handwritten, bdgp, noisymnist, infinitemnist (or `infinitemnist:N` for
-N samples), and `file:PATH` or `file:PATH#0,2` (a .mat/.npz file, optionally a subset of views).
+N samples), `file:PATH` or `file:PATH#0,2` (a .mat/.npz file, optionally a subset of views), and
+`memmap:DIR` (a directory of per-view .npy files written by `data.stream.write_views_memmap`).
 Real datasets are read from the data directory: the `data_dir` argument, else $SPECRAGE_DATA.
+
+Streaming (`open_streamed_dataset`): infinitemnist[:N] and memmap:DIR can also be opened as
+memory-mapped files read on demand (`data.lazy.StreamedViews`) instead of arrays in RAM.
+InfiniteMNIST is then generated once, chunk by chunk, into a cache directory
+(`infinitemnist_cache_path`) and reused while its recorded parameters and CRC32s match.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-from dataclasses import dataclass, replace
+import zlib
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from specrage_jax.data.lazy import StreamedViews, streamed_labels
 from specrage_jax.data.loaders import load_file, load_mat
-from specrage_jax.data.mnist import load_mnist_arrays, make_infinitemnist, make_noisymnist
+from specrage_jax.data.mnist import (
+    InfiniteMnistWarp,
+    infinitemnist_chunks,
+    load_mnist_arrays,
+    make_infinitemnist,
+    make_noisymnist,
+)
+from specrage_jax.data.stream import META_FILE, build_views_cache, open_views_memmap
 from specrage_jax.data.synthetic import make_blobs_views, make_digits_views
 from specrage_jax.data.types import MultiViewData
 
 DATA_DIR_ENV = "SPECRAGE_DATA"
 INFINITEMNIST_DEFAULT_SAMPLES = 1_000_000
+INFINITEMNIST_CHUNK = 50_000  # make_infinitemnist's chunk size: chunk i is drawn from (seed, i)
+INFINITEMNIST_VIEW_NAMES = ("transformed", "same_class_transformed_noisy")
+CACHE_SUBDIR = "specrage_cache"
+CACHE_FORMAT_VERSION = 1
+STREAMABLE = ("infinitemnist", "memmap")
 MNIST_FILES = ("train-images.idx3-ubyte", "train-labels.idx1-ubyte", "t10k-images.idx3-ubyte", "t10k-labels.idx1-ubyte")
 
 
@@ -31,6 +54,11 @@ class DatasetRequest:
     n_samples: int | None = None
     path: str | None = None
     views: tuple[int, ...] | None = None
+
+    @property
+    def streamable(self) -> bool:
+        """Whether ``open_streamed_dataset`` can open it from disk (infinitemnist, memmap:DIR)."""
+        return self.base in STREAMABLE
 
 
 def resolve_data_dir(data_dir: str | None) -> str | None:
@@ -105,6 +133,28 @@ def load_named_file(path: str, views: tuple[int, ...] | None, data_dir: str | No
     return load_file(file, views=views)
 
 
+def memmap_path(path: str, data_dir: str | None) -> Path:
+    """DIR as given, else relative to the data directory; FileNotFoundError when neither holds meta.json."""
+    folder = Path(path).expanduser()
+    beside_data = None if data_dir is None or folder.is_absolute() else Path(data_dir) / folder
+    if not (folder / META_FILE).is_file() and beside_data is not None and (beside_data / META_FILE).is_file():
+        folder = beside_data
+    if not (folder / META_FILE).is_file():
+        raise FileNotFoundError(f"memmap:{path}: {folder / META_FILE} not found; memmap:DIR needs a directory "
+                                f"written completely by write_views_memmap")
+    return folder
+
+
+def load_memmap_dir(path: str, data_dir: str | None) -> MultiViewData:
+    """memmap:DIR read into memory (the in-RAM path; ``open_streamed_dataset`` streams it)."""
+    folder = memmap_path(path, data_dir)
+    with open_views_memmap(folder) as source:
+        labels = streamed_labels(source, what=f"memmap:{path}")
+        views = tuple(source.rows(slice(None)))
+    return MultiViewData(views=views, labels=labels, name=f"memmap:{path}",
+                         view_names=tuple(f"view{v}" for v in range(len(views))))
+
+
 def _builders() -> dict[str, Callable[[DatasetRequest, int, str | None], MultiViewData]]:
     """Name -> builder(request, seed, data_dir); a fresh dict each call, so nothing global to mutate."""
     return {
@@ -139,6 +189,11 @@ def parse_dataset_name(name: str) -> DatasetRequest:
                     f"dataset {name!r}: views after '#' must be comma-separated integers, e.g. #0,2"
                 ) from None
         return DatasetRequest(base="file", path=path, views=views)
+    if name.startswith("memmap:"):
+        path = name[len("memmap:"):]
+        if not path:
+            raise ValueError(f"dataset {name!r}: memmap: needs a directory, e.g. memmap:data/imnist_1m")
+        return DatasetRequest(base="memmap", path=path)
     base, colon, count = name.partition(":")
     if base == "infinitemnist" and colon:
         if not count.isdigit() or int(count) < 1:
@@ -146,7 +201,8 @@ def parse_dataset_name(name: str) -> DatasetRequest:
         return DatasetRequest(base=base, n_samples=int(count))
     if name not in _builders():
         raise ValueError(
-            f"unknown dataset {name!r}; known datasets: {', '.join(dataset_names())}, infinitemnist:N, file:PATH[#0,2]"
+            f"unknown dataset {name!r}; known datasets: {', '.join(dataset_names())}, infinitemnist:N, file:PATH[#0,2], "
+            f"memmap:DIR"
         )
     return DatasetRequest(base=name)
 
@@ -170,4 +226,98 @@ def load_dataset(name: str, *, seed: int = 0, data_dir: str | None = None) -> Mu
     data_dir = resolve_data_dir(data_dir)
     if request.base == "file":
         return load_named_file(request.path, request.views, data_dir)
+    if request.base == "memmap":
+        return load_memmap_dir(request.path, data_dir)
     return _builders()[request.base](request, seed, data_dir)
+
+
+# --- streaming ----------------------------------------------------------------------------------
+
+
+def dataset_rows(name: str, data_dir: str | None = None) -> int | None:
+    """The number of samples of a streamable dataset without reading it (infinitemnist[:N]: N;
+    memmap:DIR: meta.json's n); None for the others."""
+    request = parse_dataset_name(name)
+    if request.base == "infinitemnist":
+        return request.n_samples or INFINITEMNIST_DEFAULT_SAMPLES
+    if request.base == "memmap":
+        folder = memmap_path(request.path, resolve_data_dir(data_dir))
+        return int(json.loads((folder / META_FILE).read_text())["n"])
+    return None
+
+
+def arrays_crc32(*arrays: np.ndarray) -> str:
+    """CRC32 (8 hex digits) over the bytes of the arrays in turn."""
+    crc = 0
+    for array in arrays:
+        crc = zlib.crc32(np.ascontiguousarray(array).tobytes(), crc)
+    return f"{crc:08x}"
+
+
+def infinitemnist_source(n_samples: int, seed: int, images: np.ndarray, labels: np.ndarray,
+                         warp: InfiniteMnistWarp) -> dict:
+    """Everything an InfiniteMNIST cache's content depends on (recorded in its meta.json)."""
+    return {"dataset": "infinitemnist", "cache_format": CACHE_FORMAT_VERSION, "n_samples": int(n_samples),
+            "seed": int(seed), "chunk_size": INFINITEMNIST_CHUNK, "warp": asdict(warp),
+            "mnist_crc32": arrays_crc32(images, labels), "mnist_shape": list(images.shape)}
+
+
+def infinitemnist_cache_path(cache_dir: str | Path, source: dict) -> Path:
+    """CACHE_DIR/infinitemnist-n{N}-seed{S}-{hash of the source parameters}."""
+    digest = hashlib.sha256(json.dumps(source, sort_keys=True).encode()).hexdigest()[:12]
+    return Path(cache_dir) / f"infinitemnist-n{source['n_samples']}-seed{source['seed']}-{digest}"
+
+
+def default_cache_dir(data_dir: str | None) -> Path:
+    """DATA_DIR/specrage_cache; FileNotFoundError when no data directory is set."""
+    if data_dir is None:
+        raise FileNotFoundError(f"streaming InfiniteMNIST needs a cache directory: pass --cache-dir (cache_dir=...) "
+                                f"or a data directory (--data-dir / ${DATA_DIR_ENV}; the cache goes to "
+                                f"DATA_DIR/{CACHE_SUBDIR})")
+    return Path(data_dir) / CACHE_SUBDIR
+
+
+def open_infinitemnist_cache(n_samples: int, seed: int, data_dir: str | None, cache_dir: str | Path | None, *,
+                             warp: InfiniteMnistWarp | None = None, verify_crc: bool = True) -> StreamedViews:
+    """InfiniteMNIST (n_samples pairs, the same rows as ``make_infinitemnist``) from its on-disk
+    cache, generated chunk by chunk (one 50k-row chunk in memory) when missing or unusable.
+    ``warp`` None: the default ``InfiniteMnistWarp()``."""
+    warp = warp if warp is not None else InfiniteMnistWarp()
+    images, labels = mnist_arrays("infinitemnist", data_dir)
+    source = infinitemnist_source(n_samples, seed, images, labels, warp)
+    folder = infinitemnist_cache_path(cache_dir if cache_dir is not None else default_cache_dir(data_dir), source)
+    opened, _ = build_views_cache(
+        folder, source, lambda: infinitemnist_chunks(images, labels, n_samples=n_samples, chunk_size=INFINITEMNIST_CHUNK,
+                                                     seed=seed, warp=warp),
+        n_samples, verify_crc=verify_crc)
+    return StreamedViews(source=opened, labels=streamed_labels(opened, what=str(folder)), name="infinitemnist",
+                         view_names=INFINITEMNIST_VIEW_NAMES)
+
+
+def open_memmap_dataset(path: str, data_dir: str | None) -> StreamedViews:
+    """memmap:DIR opened for streaming (labels required)."""
+    source = open_views_memmap(memmap_path(path, data_dir))
+    try:
+        labels = streamed_labels(source, what=f"memmap:{path}")
+    except ValueError:
+        source.close()
+        raise
+    return StreamedViews(source=source, labels=labels, name=f"memmap:{path}",
+                         view_names=tuple(f"view{v}" for v in range(len(source.views))))
+
+
+def open_streamed_dataset(name: str, *, seed: int = 0, data_dir: str | None = None,
+                          cache_dir: str | Path | None = None) -> StreamedViews:
+    """The dataset ``name`` as memory-mapped files read on demand (infinitemnist[:N], memmap:DIR).
+
+    infinitemnist is generated into ``cache_dir`` (default DATA_DIR/specrage_cache) once and reused.
+    Close it (``.close()``) when done. Raises ValueError for a dataset that cannot be streamed.
+    """
+    request = parse_dataset_name(name)
+    data_dir = resolve_data_dir(data_dir)
+    if request.base == "infinitemnist":
+        return open_infinitemnist_cache(request.n_samples or INFINITEMNIST_DEFAULT_SAMPLES, seed, data_dir, cache_dir)
+    if request.base == "memmap":
+        return open_memmap_dataset(request.path, data_dir)
+    raise ValueError(f"dataset {name!r} cannot be streamed from disk; streaming is for infinitemnist[:N] and "
+                     f"memmap:DIR (it fits in memory: run it without streaming)")
