@@ -91,11 +91,21 @@ class GraphConfig:
     mass_normalized: bool = _f(False, "divide each view's weighted energy by its weighted edge mass "
                                       "a^T W a / 1^T W 1, so re-weighting cannot lower the loss by dropping "
                                       "edges (not in the paper)")
+    weight_balance: float = _f(0.0, "lambda_b: adds lambda_b KL(mean_i alpha_i || uniform) to the loss, which "
+                                     "forbids a global collapse of the view weights onto one view but lets each "
+                                     "sample's weights move (not in the paper; 0: off)")
+    weight_entropy: float = _f(0.0, "lambda_e: adds lambda_e mean_i KL(alpha_i || uniform) to the loss, which "
+                                     "holds samples the spectral loss is indifferent about (views that agree) "
+                                     "at 1/V (not in the paper; 0: off)")
 
     def __post_init__(self) -> None:
         _check_choice("graph", "scale_mode", self.scale_mode, ("global", "batch"))
         _check_choice("graph", "symmetrize", self.symmetrize, ("mean", "max", "none"))
         _check_positive("graph", "bandwidth_factor", self.bandwidth_factor)
+        for name in ("weight_balance", "weight_entropy"):
+            value = getattr(self, name)
+            if not value >= 0 or value == float("inf"):
+                raise ValueError(f"graph.{name} must be finite and >= 0; got {value!r}")
         if self.n_neighbors < 1 or not 0 <= self.scale_neighbor <= self.n_neighbors:
             raise ValueError(f"graph.n_neighbors must be >= 1 and 0 <= graph.scale_neighbor <= n_neighbors; "
                              f"got {self.n_neighbors}, {self.scale_neighbor}")

@@ -7,6 +7,7 @@ jointly diagonalizes the views' Laplacians). Pass a :class:`SpectralMonitor` as
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -32,6 +33,24 @@ class SpectralReference:
     laplacians: np.ndarray
     eigenvalues: np.ndarray
     eigenvectors: np.ndarray
+
+
+def density_matched_graph(graph: GraphConfig, n_reference: int, batch_size: int) -> GraphConfig:
+    """``graph`` with l and the sigma neighbour scaled by n_reference / batch_size (each at least 1,
+    at most n_reference - 1), so each reference point links to the same fraction of the set as a
+    point of a training batch does.
+
+    A kNN graph with the training l on a small reference set is far denser than the in-batch graphs
+    (BDGP: l = 100 of 200 validation rows, against 100 of a 1024-row batch); its eigenvectors answer
+    a different problem than the one training approximates.
+    """
+    ratio = n_reference / max(batch_size, 1)
+
+    def scaled(count: int) -> int:
+        return int(min(max(round(count * ratio), 1), max(n_reference - 1, 1)))
+
+    l_ref = scaled(graph.n_neighbors)
+    return dataclasses.replace(graph, n_neighbors=l_ref, scale_neighbor=min(scaled(graph.sigma_neighbor), l_ref))
 
 
 def spectral_reference(views: Sequence[np.ndarray], graph: GraphConfig, n_components: int,

@@ -29,6 +29,7 @@ from specrage_jax.model import OrthoWeight, SpecRaGENet
 from specrage_jax.ops.affinity import knn_gaussian_affinity
 from specrage_jax.ops.laplacian import weighted_laplacian_loss
 from specrage_jax.ops.ortho import orthonormalizer
+from specrage_jax.ops.weights import view_weight_regularizer
 
 
 class Batch(NamedTuple):
@@ -160,12 +161,19 @@ def _r_inv_for_loss(state: SpecRaGEState, params: nnx.State, batch: Batch) -> ja
 def spectral_loss(
     state: SpecRaGEState, params: nnx.State, batch: Batch, r_inv: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
-    """(Eq. 4 loss, alpha (m, V)) of a batch orthogonalized by ``r_inv`` (k, k)."""
+    """(Eq. 4 loss, alpha (m, V)) of a batch orthogonalized by ``r_inv`` (k, k).
+
+    With ``graph.weight_balance`` / ``graph.weight_entropy`` > 0 the view-weight regularizers of
+    :mod:`specrage_jax.ops.weights` are added (both 0 by default: the loss is Eq. 4 exactly)."""
     affinities = batch_affinities(batch.affinity_inputs, state.view_scales, state.graph)
     y_tilde, alpha = _fuse(state, params, batch.views)
     y = y_tilde @ r_inv
-    loss_weights = alpha if state.graph.weights_in_affinity else None
-    return weighted_laplacian_loss(y, affinities, loss_weights, mass_normalized=state.graph.mass_normalized), alpha
+    graph = state.graph
+    loss_weights = alpha if graph.weights_in_affinity else None
+    loss = weighted_laplacian_loss(y, affinities, loss_weights, mass_normalized=graph.mass_normalized)
+    if graph.weight_balance or graph.weight_entropy:  # static: off leaves the loss graph untouched
+        loss = loss + view_weight_regularizer(alpha, balance=graph.weight_balance, entropy=graph.weight_entropy)
+    return loss, alpha
 
 
 def _with_r_inv(state: SpecRaGEState, r_inv: jax.Array) -> SpecRaGEState:

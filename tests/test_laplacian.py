@@ -180,3 +180,24 @@ def test_mass_normalized_loss_is_eq1_at_uniform_weights_and_blind_to_a_common_sc
     assert float(weighted_laplacian_loss(y, w, 0.01 * alpha)) < 0.01 * float(weighted_laplacian_loss(y, w, alpha))
     zero_view = alpha.at[:, 1].set(0.0)
     assert np.isfinite(float(weighted_laplacian_loss(y, w, zero_view, mass_normalized=True)))
+
+
+def test_ritz_basis_diagonalizes_the_sum_and_off_diagonal_ratio():
+    """ops.diagnostics: the Ritz basis spans the same subspace, is orthonormal, and makes
+    Z^T L-bar Z diagonal; for commuting Laplacians it diagonalizes every view."""
+    from specrage_jax.ops.diagnostics import grassmann_distance_sq, off_diagonal_ratio, ritz_basis
+
+    rng = np.random.default_rng(0)
+    n, k = 30, 4
+    basis, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    laplacians = np.stack([basis @ np.diag(rng.uniform(0, 5, n)) @ basis.T for _ in range(2)])  # commuting
+    span = basis[:, :k] @ rng.standard_normal((k, k))  # the joint eigenvectors, mixed
+    z = ritz_basis(span, laplacians.sum(axis=0))
+    np.testing.assert_allclose(z.T @ z, np.eye(k), atol=1e-10)
+    assert grassmann_distance_sq(z, span) < 1e-10
+    for lap in laplacians:
+        assert off_diagonal_ratio(z.T @ lap @ z) < 1e-8
+        assert off_diagonal_ratio((span / np.linalg.norm(span, axis=0)).T @ lap @ span) > 0.05  # mixed basis
+    assert off_diagonal_ratio(np.diag([1.0, 2.0])) == 0.0
+    assert off_diagonal_ratio(np.ones((2, 2))) == pytest.approx(np.sqrt(0.5))
+    assert off_diagonal_ratio(np.zeros((3, 3))) == 0.0

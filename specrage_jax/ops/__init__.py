@@ -18,6 +18,7 @@ from specrage_jax.ops.laplacian import (
     weighted_rayleigh_trace,
 )
 from specrage_jax.ops.ortho import orthogonality_error, orthonormalizer
+from specrage_jax.ops.weights import view_weight_regularizer, weight_balance_penalty, weight_entropy_penalty
 
 __all__ = [
     "fused_weighted_affinity",
@@ -34,6 +35,9 @@ __all__ = [
     "pairwise_sq_distances",
     "rayleigh_trace",
     "symmetrize",
+    "view_weight_regularizer",
+    "weight_balance_penalty",
+    "weight_entropy_penalty",
     "weighted_affinity",
     "weighted_laplacian_loss",
     "weighted_rayleigh_trace",

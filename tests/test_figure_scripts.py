@@ -1,0 +1,96 @@
+"""The issue-6 figure scripts (experiments/weight_histogram.py, view_forms.py, tsne_snapshots.py),
+each run in-process on a tiny configuration: the JSON they write and the PNG beside it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+TINY = ["--set", "model.view_hidden=32,32", "--set", "model.weighting_hidden=16", "--set", "train.batch_size=256"]
+
+
+def load_script(name: str):
+    spec = importlib.util.spec_from_file_location(name, EXPERIMENTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses (tsne_snapshots) look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_weight_histogram_writes_per_view_clean_and_contaminated_weights(tmp_path):
+    module = load_script("weight_histogram")
+    out = tmp_path / "w.json"
+    module.main(["--n-samples", "400", "--set", "train.epochs=2", *TINY, "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert result["n_samples"] == 400 and result["fraction"] == 0.2 and result["epochs"] == 2
+    assert result["weights_in_affinity"] is False and result["weight_entropy"] > 0  # FIGURE_OVERRIDES
+    assert len(result["views"]) == 2 and len(result["bins"]) == 41
+    n_test = 80
+    for entry in result["views"]:
+        clean, bad = entry["clean"], entry["contaminated"]
+        assert 0 < bad["n"] < n_test and 0 < clean["n"] < n_test
+        assert sum(clean["histogram"]) == clean["n"] and sum(bad["histogram"]) == bad["n"]
+        assert 0.0 <= clean["mean"] <= 1.0 and 0.0 <= bad["mean"] <= 1.0
+    means = [e["clean"]["mean"] for e in result["views"]]
+    assert sum(means) == pytest.approx(1.0, abs=1e-5)  # clean samples: the two views' weights sum to 1
+    assert 0.0 <= result["test_kmeans_acc"] <= 1.0 and isinstance(result["claim_holds"], bool)
+    assert (tmp_path / "w.png").stat().st_size > 1000
+
+
+def test_weight_summary_and_claim_on_a_hand_made_case():
+    module = load_script("weight_histogram")
+    alpha = np.array([[0.5, 0.5], [0.1, 0.9], [0.8, 0.2], [0.5, 0.5]])
+    mask = np.array([[False, False], [True, False], [False, True], [False, False]])
+    views = module.weight_summary(alpha, mask)
+    assert views[0]["clean"]["mean"] == 0.5 and views[0]["contaminated"]["mean"] == pytest.approx(0.1)
+    assert views[1]["contaminated"]["mean"] == pytest.approx(0.2)
+    assert views[0]["other_view_contaminated"]["mean"] == pytest.approx(0.8)
+    assert views[0]["only_this_view_contaminated"]["n"] == 1
+    both = module.weight_summary(np.array([[0.3, 0.7]]), np.array([[True, True]]))
+    assert both[0]["contaminated"]["n"] == 1 and both[0]["only_this_view_contaminated"]["n"] == 0
+    assert not module.claim_holds(views)  # 0.2 is not below 0.2
+    assert module.claim_holds(module.weight_summary(np.array([[0.5, 0.5], [0.1, 0.9], [0.85, 0.15]]), mask[:3]))
+
+
+def test_view_forms_writes_symmetric_forms_in_three_bases(tmp_path):
+    module = load_script("view_forms")
+    out = tmp_path / "v.json"
+    module.main(["--dataset", "blobs", "--set", "train.epochs=2", *TINY, "--max-reference", "150", "--out", str(out)])
+    result = json.loads(out.read_text())
+    k = result["k"]
+    assert result["reference_rows"] == 150 and result["epochs"] == 2 and 0 <= result["grassmann_sq"] <= k
+    assert result["reference_n_neighbors"] == round(30 * 150 / 256)  # density-matched: l 30 of 256-row batches
+    for basis in ("network", "ritz", "exact"):
+        forms = np.asarray(result[basis]["forms"])
+        assert forms.shape == (2, k, k)
+        np.testing.assert_allclose(forms, np.transpose(forms, (0, 2, 1)), atol=1e-8)
+        assert all(0.0 <= r <= 1.0 for r in result[basis]["off_diagonal_ratio"])
+    # the Ritz and exact bases diagonalize the sum of the views' forms exactly, to float64 rounding,
+    # which scales with the Laplacian's norm (O(1)), not with the forms: on this tiny graph the
+    # bottom eigenvalues are ~0, so the forms themselves are ~1e-15
+    for basis in ("ritz", "exact"):
+        total = np.asarray(result[basis]["forms"]).sum(axis=0)
+        np.testing.assert_allclose(total - np.diag(np.diag(total)), 0.0, atol=1e-8)
+    assert (tmp_path / "v.png").stat().st_size > 1000
+
+
+def test_tsne_snapshots_writes_the_chosen_epochs(tmp_path):
+    module = load_script("tsne_snapshots")
+    out = tmp_path / "t.json"
+    module.main(["--dataset", "blobs", "--epochs", "1,2,9", "--set", "train.epochs=2", *TINY, "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert result["epochs"] == [1, 2] and result["missed_epochs"] == [9] and result["epochs_trained"] == 2
+    n = result["val_rows"]
+    assert len(result["labels"]) == n
+    for snap in result["snapshots"]:
+        assert snap["method"] == "t-SNE" and np.asarray(snap["xy"]).shape == (n, 2)
+        assert 0.0 <= snap["kmeans_acc"] <= 1.0
+    assert (tmp_path / "t.png").stat().st_size > 1000
+    with pytest.raises(ValueError):
+        module.parse_epochs("0,3")
