@@ -1,0 +1,444 @@
+"""Robustness experiments (the paper's Sec. 5.3 / 5.4): ACC degradation under contamination.
+
+Protocol (shared by ``experiments/robustness_curves.py`` and ``experiments/fusion_comparison.py``):
+
+1. Load the dataset (optionally a seeded stratified subset of ``max_samples`` rows).
+2. Contaminate the *whole* dataset before the split (the paper contaminates the data set and
+   clusters it): ``outliers`` = ADBench global anomalies (alpha 1.1) in ``outlier_view`` for a
+   fraction of the samples; ``noise`` = N(0, (1.2 std_j)^2) in one random view per chosen sample
+   (:mod:`specrage_jax.contamination`). Training, validation and test rows are contaminated alike;
+   the contamination seed is the run's seed, so every method sees the same contaminated data.
+3. The usual pipeline on the contaminated data with the *same* seed as the clean run (same split,
+   same initialization, same batches), so the clean/contaminated difference is the contamination:
+   stratified split, scaling fitted on train, the preset's pre-training, training, k-means ACC on
+   the test split.
+4. Relative degradation per seed: 100 (ACC_clean - ACC_contaminated) / ACC_clean, then the mean
+   and std over seeds.
+
+Every run is recorded with a signature of everything that changes its result (protocol, the
+method's full configuration), so a result file can resume itself or reuse runs of another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from specrage_jax.alignment import AlignmentConfig, train_alignment
+from specrage_jax.config import ExperimentConfig, apply_overrides, config_to_dict
+from specrage_jax.contamination import inject_noise, inject_outliers
+from specrage_jax.data import MultiViewData, split_indices
+from specrage_jax.evaluate import kmeans_metrics
+from specrage_jax.experiment import (
+    PreparedSplits, SplitCodes, evaluate_state, prepare_splits, pretrain, train_on_splits, with_n_components,
+)
+
+KINDS = ("outliers", "noise")
+CLEAN = "clean"
+
+
+@dataclass(frozen=True)
+class ContaminationSpec:
+    """How contamination is injected (the paper's values by default)."""
+
+    outlier_view: int = 0
+    alpha: float = 1.1
+    sigma: float = 1.2
+
+
+@dataclass(frozen=True)
+class Method:
+    """One curve: SpecRaGE with config ``overrides`` (applied after the base configuration), or
+    the alignment baseline (``alignment=True``; trained on the same preprocessed splits)."""
+
+    name: str
+    overrides: tuple[str, ...] = ()
+    alignment: bool = False
+
+
+def learnable_weight_overrides(dataset: str) -> tuple[str, ...]:
+    """Overrides for per-sample learnable view weights without collapse: alpha only in the
+    fusion (``graph.weights_in_affinity=false``) at the paper's temperature (BDGP T 250; blobs
+    and Handwritten T 90). Chosen earlier on validation ACC (BUILD_NOTES, issue 6), not on test."""
+    temperature = {"bdgp": 250.0}.get(dataset.split(":")[0], 90.0)
+    return (f"model.temperature={temperature:g}", "graph.weights_in_affinity=false")
+
+
+def paper_loss_overrides(dataset: str) -> tuple[str, ...]:
+    """The paper's Eq. 4 loss (alpha_i alpha_j inside every view's affinity) at the temperature of
+    :func:`learnable_weight_overrides`; on clean BDGP the weights collapse onto the text view."""
+    return (learnable_weight_overrides(dataset)[0], "graph.weights_in_affinity=true")
+
+
+def subsample(data: MultiViewData, max_samples: int, *, seed: int) -> MultiViewData:
+    """A seeded, stratified subset of at most ``max_samples`` rows (0 or >= n: all rows)."""
+    if max_samples <= 0 or max_samples >= data.n_samples:
+        return data
+    from sklearn.model_selection import train_test_split
+
+    keep, _ = train_test_split(np.arange(data.n_samples), train_size=max_samples, stratify=data.labels,
+                               random_state=seed)
+    return data.subset(np.sort(keep))
+
+
+def contaminate(data: MultiViewData, kind: str, fraction: float, *, seed: int,
+                spec: ContaminationSpec) -> tuple[MultiViewData, np.ndarray]:
+    """The dataset with ``fraction`` of its samples contaminated, and the (n, V) bool mask.
+
+    kind: "outliers" | "noise" | "clean" (fraction ignored: the data unchanged, an all-False mask).
+    """
+    if kind == CLEAN:
+        return data, np.zeros((data.n_samples, data.n_views), bool)
+    if kind == "outliers":
+        out = inject_outliers(data.views, fraction, seed=seed, view=spec.outlier_view, alpha=spec.alpha)
+    elif kind == "noise":
+        out = inject_noise(data.views, fraction, seed=seed, sigma=spec.sigma)
+    else:
+        raise ValueError(f"unknown contamination kind {kind!r}; expected one of {', '.join((CLEAN, *KINDS))}")
+    return dataclasses.replace(data, views=out.views), out.mask
+
+
+def relative_degradation(clean_acc: float, acc: float) -> float:
+    """100 (clean_acc - acc) / clean_acc, in percent (negative: contamination helped)."""
+    if not clean_acc > 0:
+        raise ValueError(f"relative degradation needs a clean ACC > 0, got {clean_acc}")
+    return 100.0 * (clean_acc - acc) / clean_acc
+
+
+def alignment_config(config: ExperimentConfig, n_train: int) -> AlignmentConfig:
+    """The alignment baseline with SpecRaGE's view-net widths, k, l, learning rate and batch
+    size, and as many epochs as give it SpecRaGE's budget of gradient steps (train.epochs x
+    steps per epoch)."""
+    batch = min(config.train.batch_size, n_train)
+    steps_per_epoch = math.ceil(n_train / batch)
+    specrage_steps = config.train.epochs * (config.train.steps_per_epoch or steps_per_epoch)
+    return AlignmentConfig(hidden=config.model.view_hidden, n_components=config.model.n_components,
+                           n_neighbors=min(config.graph.n_neighbors, batch - 1),
+                           learning_rate=config.train.learning_rate, batch_size=batch,
+                           epochs=max(1, math.ceil(specrage_steps / steps_per_epoch)))
+
+
+def method_config(base: ExperimentConfig, method: Method, n_classes: int) -> ExperimentConfig:
+    """The base configuration with the method's overrides and k filled in."""
+    return with_n_components(apply_overrides(base, list(method.overrides)), n_classes)
+
+
+def pretrain_key(config: ExperimentConfig) -> str:
+    """What the pre-training stages depend on: runs with equal keys share one pre-training."""
+    values = config_to_dict(config)
+    return json.dumps({s: values[s] for s in ("data", "siamese", "autoencoder")}, sort_keys=True, default=str)
+
+
+def run_signature(protocol: dict[str, Any], config: ExperimentConfig, method: Method) -> str:
+    """A short hash of everything that changes a run's result apart from (kind, fraction, seed)."""
+    values = config_to_dict(config)
+    values["train"].pop("progress", None)
+    payload = {"protocol": protocol, "alignment": method.alignment, "config": values}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def mean_weights(alpha: np.ndarray, rows: np.ndarray) -> list[float] | None:
+    """Mean view weights (V,) over the rows of alpha (n, V) selected by rows (n,) bool; None if none."""
+    return [float(w) for w in alpha[rows].mean(axis=0)] if rows.any() else None
+
+
+def evaluate_specrage(splits: PreparedSplits, codes: SplitCodes | None, config: ExperimentConfig, *, seed: int,
+                      test_mask: np.ndarray) -> dict[str, Any]:
+    """Trains SpecRaGE on the splits; test k-means metrics and the mean view weights of the
+    contaminated / clean test rows (test_mask (n_test, V) bool)."""
+    state, history = train_on_splits(splits, config, seed=seed, codes=codes)
+    metrics, _, alpha = evaluate_state(state, splits, config, seed=seed)
+    hit = test_mask.any(axis=1)
+    return {**metrics["kmeans"], "steps": history.steps, "mean_view_weights": metrics["mean_view_weights"],
+            "weights_contaminated_rows": mean_weights(alpha, hit), "weights_clean_rows": mean_weights(alpha, ~hit)}
+
+
+def evaluate_alignment(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> dict[str, Any]:
+    """Trains the alignment baseline on the training split; k-means metrics of its concatenated
+    test embedding."""
+    model = train_alignment(splits.train, alignment_config(config, len(splits.train_labels)), seed=seed)
+    embedding = model.transform(splits.test)
+    metrics = kmeans_metrics(embedding, splits.test_labels, n_clusters=config.model.n_components, seed=seed,
+                             n_init=config.eval.kmeans_n_init)
+    return {**metrics, "epochs": model.config.epochs}
+
+
+@dataclass(frozen=True)
+class LevelRun:
+    """One (kind, fraction, seed) cell for the methods that still need it."""
+
+    kind: str
+    fraction: float
+    seed: int
+    methods: tuple[Method, ...]
+
+
+def run_level(data: MultiViewData, level: LevelRun, base: ExperimentConfig, *, spec: ContaminationSpec,
+              on_result: Callable[[Method, dict[str, Any]], None]) -> None:
+    """Contaminates, splits, pre-trains once per pre-training key, trains every method and
+    hands each result to ``on_result`` as soon as it exists."""
+    dirty, mask = contaminate(data, level.kind, level.fraction, seed=level.seed, spec=spec)
+    test_rows = split_indices(data.labels, seed=level.seed, test_fraction=base.data.test_fraction,
+                              val_fraction=base.data.val_fraction).test
+    splits = prepare_splits(dirty, base, seed=level.seed)
+    pretrained: dict[str, tuple[PreparedSplits, SplitCodes | None, float]] = {}
+    for method in level.methods:
+        config = method_config(base, method, data.n_classes)
+        start = time.perf_counter()
+        if method.alignment:
+            result = evaluate_alignment(splits, config, seed=level.seed)
+        else:
+            key = pretrain_key(config)
+            if key not in pretrained:
+                stage_start = time.perf_counter()
+                done_splits, codes, _ = pretrain(splits, config, seed=level.seed)
+                pretrained[key] = (done_splits, codes, time.perf_counter() - stage_start)
+            done_splits, codes, pretrain_seconds = pretrained[key]
+            result = evaluate_specrage(done_splits, codes, config, seed=level.seed, test_mask=mask[test_rows])
+            result["pretrain_seconds"] = pretrain_seconds
+        result["seconds"] = time.perf_counter() - start
+        on_result(method, result)
+
+
+def summarize_curves(runs: Sequence[dict[str, Any]], methods: Iterable[str], kinds: Sequence[str],
+                     fractions: Sequence[float]) -> dict[str, Any]:
+    """{kind: {method: {"fractions", "acc_mean", "degradation_mean", "degradation_std", "n_seeds",
+    "clean_acc_mean"}}} from run records ({"method", "kind", "fraction", "seed", "acc"}). A level
+    lacking a run (or its seed's clean run) is NaN, written as null."""
+    clean = {(r["method"], r["seed"]): r["acc"] for r in runs if r["kind"] == CLEAN}
+    curves: dict[str, Any] = {}
+    for kind in kinds:
+        curves[kind] = {}
+        for name in methods:
+            rows = {"fractions": list(fractions), "acc_mean": [], "degradation_mean": [], "degradation_std": [],
+                    "n_seeds": []}
+            for fraction in fractions:
+                cell = [r for r in runs if r["method"] == name and r["kind"] == kind
+                        and math.isclose(r["fraction"], fraction) and (name, r["seed"]) in clean]
+                drops = [relative_degradation(clean[(name, r["seed"])], r["acc"]) for r in cell]
+                rows["acc_mean"].append(_mean([r["acc"] for r in cell]))
+                rows["degradation_mean"].append(_mean(drops))
+                rows["degradation_std"].append(float(np.std(drops)) if drops else None)
+                rows["n_seeds"].append(len(drops))
+            rows["clean_acc_mean"] = _mean([acc for (m, _), acc in clean.items() if m == name])
+            curves[kind][name] = rows
+    return curves
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def pending_levels(methods: Sequence[Method], signatures: dict[str, str], done: set[tuple[str, str, float, int]],
+                   kinds: Sequence[str], fractions: Sequence[float], seeds: Sequence[int]) -> list[LevelRun]:
+    """The cells still to run: the clean ones first, then the largest fraction first (both kinds,
+    every seed), so a job cut short has the most telling levels; ``done`` holds (signature,
+    kind, fraction, seed) of the runs already recorded."""
+    cells = [(CLEAN, 0.0, seed) for seed in seeds]
+    cells += [(kind, float(f), seed) for f in sorted(fractions, reverse=True) for seed in seeds for kind in kinds]
+    levels = []
+    for kind, fraction, seed in cells:
+        todo = tuple(m for m in methods if (signatures[m.name], kind, fraction, seed) not in done)
+        if todo:
+            levels.append(LevelRun(kind=kind, fraction=fraction, seed=seed, methods=todo))
+    return levels
+
+
+@dataclass(frozen=True)
+class CurveSpec:
+    """Which cells a curve file holds: contamination kinds and fractions, seeds (the mean over
+    them is reported), a stratified subset of ``max_samples`` rows (0: all), the injection."""
+
+    kinds: tuple[str, ...] = KINDS
+    fractions: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4)
+    seeds: tuple[int, ...] = (0,)
+    max_samples: int = 0
+    contamination: ContaminationSpec = ContaminationSpec()
+
+    def __post_init__(self) -> None:
+        unknown = [k for k in self.kinds if k not in KINDS]
+        if unknown or not self.kinds:
+            raise ValueError(f"contamination kinds must be among {', '.join(KINDS)}; got {self.kinds}")
+        if not self.fractions or any(not 0.0 < f <= 1.0 for f in self.fractions):
+            raise ValueError(f"contamination fractions must lie in (0, 1]; got {self.fractions}")
+        if not self.seeds:
+            raise ValueError("at least one seed is needed")
+
+
+def protocol_record(dataset: str, spec: CurveSpec) -> dict[str, Any]:
+    """The part of the protocol that changes a run's result besides its configuration."""
+    return {"dataset": dataset, "max_samples": spec.max_samples,
+            "contamination": dataclasses.asdict(spec.contamination)}
+
+
+def method_signatures(dataset: str, spec: CurveSpec, base: ExperimentConfig, methods: Sequence[Method],
+                      n_classes: int) -> dict[str, str]:
+    """{method name: run signature}; ValueError for two methods with one name."""
+    names = [m.name for m in methods]
+    if len(set(names)) != len(names):
+        raise ValueError(f"method names must be distinct, got {names}")
+    protocol = protocol_record(dataset, spec)
+    return {m.name: run_signature(protocol, method_config(base, m, n_classes), m) for m in methods}
+
+
+def adopt_runs(known: Iterable[dict[str, Any]], signatures: dict[str, str]) -> list[dict[str, Any]]:
+    """The recorded runs whose signature belongs to one of our methods, renamed to that method
+    (a run of "weighting" in one file is the "specrage" run of another), one per cell."""
+    by_signature = {sig: name for name, sig in reversed(list(signatures.items()))}
+    adopted: dict[tuple[str, str, float, int], dict[str, Any]] = {}
+    for run in known:
+        sig = run.get("signature")
+        if sig in by_signature:
+            adopted.setdefault((sig, run["kind"], float(run["fraction"]), int(run["seed"])),
+                               {**run, "method": by_signature[sig]})
+    return list(adopted.values())
+
+
+def run_curves(dataset: str, load: Callable[[int], MultiViewData], methods: Sequence[Method],
+               base: ExperimentConfig, spec: CurveSpec, *, known_runs: Iterable[dict[str, Any]] = (),
+               on_update: Callable[[list[dict[str, Any]], dict[str, Any]], None] = lambda runs, curves: None,
+               log: Callable[[str], None] = print, run_missing: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Runs every missing (method, kind, fraction, seed) cell plus the clean runs, reusing
+    ``known_runs`` with matching signatures; calls ``on_update(runs, curves)`` after every run
+    (so a long job can write partial results). ``load(seed)`` gives the full dataset of a seed.
+    ``run_missing=False`` only summarizes the adopted runs (missing cells stay null).
+
+    Returns (run records, curves as :func:`summarize_curves`)."""
+    first = subsample(load(spec.seeds[0]), spec.max_samples, seed=spec.seeds[0])
+    signatures = method_signatures(dataset, spec, base, methods, first.n_classes)
+    runs = adopt_runs(known_runs, signatures)
+    names = [m.name for m in methods]
+    summarize = lambda: summarize_curves(runs, names, spec.kinds, spec.fractions)  # noqa: E731
+    done = {(r["signature"], r["kind"], float(r["fraction"]), int(r["seed"])) for r in runs}
+    data_seed, data = spec.seeds[0], first
+    todo = pending_levels(methods, signatures, done, spec.kinds, spec.fractions, spec.seeds) if run_missing else []
+    for level in todo:
+        if level.seed != data_seed:
+            data_seed, data = level.seed, subsample(load(level.seed), spec.max_samples, seed=level.seed)
+
+        def record(method: Method, result: dict[str, Any], level: LevelRun = level) -> None:
+            runs.append({"method": method.name, "signature": signatures[method.name], "kind": level.kind,
+                         "fraction": level.fraction, "seed": level.seed, **result})
+            log(f"{dataset} {method.name} {level.kind} {level.fraction:.0%} seed {level.seed}: "
+                f"ACC {result['acc']:.4f} ({result['seconds']:.0f} s)")
+            on_update(runs, summarize())
+
+        run_level(data, level, base, spec=spec.contamination, on_result=record)
+    return runs, summarize()
+
+
+def plot_curves(curves: dict[str, Any], path: Any, *, title: str) -> None:
+    """One panel per contamination kind: relative ACC degradation (%) against the contaminated
+    fraction (%), a line per method (error bars: std over seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(curves), figsize=(4.6 * len(curves), 3.4), squeeze=False)
+    for ax, (kind, by_method) in zip(axes[0], curves.items()):
+        for name, rows in by_method.items():
+            x = 100 * np.asarray(rows["fractions"], float)
+            y = np.asarray([np.nan if v is None else v for v in rows["degradation_mean"]], float)
+            err = np.asarray([0.0 if v is None else v for v in rows["degradation_std"]], float)
+            ax.errorbar(x, y, yerr=err if err.any() else None, marker="o", ms=4, capsize=3, label=name)
+        ax.axhline(0.0, color="grey", lw=0.8, ls=":")
+        ax.set(xlabel=f"contaminated samples (%), {kind}", ylabel="relative ACC degradation (%)",
+               title=f"{title}: {kind}", xticks=100 * np.asarray(next(iter(by_method.values()))["fractions"]))
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# --- the experiment scripts' shared command line and result file --------------------------------
+
+def add_curve_arguments(parser: Any) -> None:
+    """The arguments both curve scripts take (argparse.ArgumentParser)."""
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds (curves: mean over them)")
+    parser.add_argument("--fractions", type=float, nargs="+", default=[0.1, 0.2, 0.3, 0.4])
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
+    parser.add_argument("--max-samples", type=int, default=0, help="stratified subset of this many rows (0: all)")
+    parser.add_argument("--outlier-view", type=int, default=0, help="the view that receives the outliers")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override for every method (after the dataset preset)")
+    parser.add_argument("--resume", action="store_true", help="keep the runs already in the output file")
+    parser.add_argument("--reuse", action="append", default=[], metavar="JSON",
+                        help="also take matching runs (same signature) from this result file")
+    parser.add_argument("--no-run", action="store_true",
+                        help="train nothing: rewrite the JSON and figure from the recorded runs (with --resume/--reuse)")
+
+
+def spec_from_args(args: Any) -> CurveSpec:
+    return CurveSpec(kinds=tuple(args.kinds), fractions=tuple(args.fractions), seeds=tuple(args.seeds),
+                     max_samples=args.max_samples, contamination=ContaminationSpec(outlier_view=args.outlier_view))
+
+
+def recorded_runs(paths: Iterable[Any]) -> list[dict[str, Any]]:
+    """The run records of existing result files (missing files are skipped)."""
+    from pathlib import Path
+
+    runs: list[dict[str, Any]] = []
+    for path in map(Path, paths):
+        if path.is_file():
+            runs += json.loads(path.read_text()).get("runs", [])
+    return runs
+
+
+def write_curve_file(args: Any, dataset: str, methods: Sequence[Method], out: Any, *, title: str,
+                     protocol: str) -> dict[str, Any]:
+    """Runs the curves of ``methods`` on ``dataset`` and writes ``out`` (JSON, rewritten after
+    every run, "complete" false until the end) and the PNG beside it. Returns the payload."""
+    from pathlib import Path
+
+    from specrage_jax.config import preset
+    from specrage_jax.data import load_dataset
+    from specrage_jax.experiment import environment_info, write_json_atomic
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spec = spec_from_args(args)
+    base = apply_overrides(preset(dataset), ["train.progress=false", *args.overrides])
+    header = {
+        "dataset": dataset, "protocol": protocol, "metric": "test k-means ACC; degradation = "
+        "100 (ACC_clean - ACC) / ACC_clean per seed, mean/std over seeds",
+        "kinds": list(spec.kinds), "fractions": list(spec.fractions), "seeds": list(spec.seeds),
+        "n_seeds": len(spec.seeds), "max_samples": spec.max_samples,
+        "contamination": dataclasses.asdict(spec.contamination), "base_overrides": list(args.overrides),
+        "methods": {m.name: {"overrides": list(m.overrides), "alignment": m.alignment} for m in methods},
+        "environment": environment_info(),
+    }
+
+    def save(runs: list[dict[str, Any]], curves: dict[str, Any], complete: bool = False) -> dict[str, Any]:
+        payload = {**header, "complete": complete, "curves": curves, "runs": runs}
+        write_json_atomic(out, payload)
+        return payload
+
+    known = recorded_runs(([out] if args.resume else []) + list(args.reuse))
+    runs, curves = run_curves(dataset, lambda seed: load_dataset(dataset, seed=seed, data_dir=args.data_dir),
+                              methods, base, spec, known_runs=known, on_update=save,
+                              log=lambda line: print(line, flush=True), run_missing=not args.no_run)
+    complete = all(n == len(spec.seeds) for by_method in curves.values() for rows in by_method.values()
+                   for n in rows["n_seeds"])
+    payload = save(runs, curves, complete=complete)
+    plot_curves(curves, out.with_suffix(".png"), title=title)
+    return payload
+
+
+def degradation_table(curves: dict[str, Any]) -> str:
+    """Lines "kind method: d10 d20 ... (clean ACC)" of the mean degradations, for the log."""
+    lines = []
+    for kind, by_method in curves.items():
+        for name, rows in by_method.items():
+            cells = " ".join("  n/a" if v is None else f"{v:5.1f}" for v in rows["degradation_mean"])
+            clean = rows["clean_acc_mean"]
+            lines.append(f"{kind:8s} {name:12s} {cells}   (clean ACC {'n/a' if clean is None else f'{clean:.4f}'})")
+    return "\n".join(lines)

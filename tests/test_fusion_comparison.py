@@ -1,0 +1,49 @@
+"""experiments/fusion_comparison.py on a tiny configuration (issue 6)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "experiments"
+TINY = ["--max-samples", "300", "--fractions", "0.4", "--set", "train.epochs=2",
+        "--set", "model.view_hidden=32,32", "--set", "model.weighting_hidden=16"]
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fusion_script_writes_a_curve_per_fusion_and_its_runs_are_reusable(tmp_path):
+    out = tmp_path / "fusion.json"
+    load("fusion_comparison").main(["--dataset", "blobs", "--fusions", "weighting", "average", "concat",
+                                    "--out", str(out), *TINY])
+    result = json.loads(out.read_text())
+    assert result["complete"] and result["dataset"] == "blobs" and result["fractions"] == [0.4]
+    assert set(result["methods"]) == {"weighting", "average", "concat"}
+    assert result["methods"]["concat"]["overrides"][-1] == "model.fusion=concat"
+    for kind in ("outliers", "noise"):
+        assert set(result["curves"][kind]) == {"weighting", "average", "concat"}
+        for rows in result["curves"][kind].values():
+            assert rows["n_seeds"] == [1] and math.isfinite(rows["degradation_mean"][0])
+    assert len(result["runs"]) == 3 * 3  # (clean, outliers 40 %, noise 40 %) x 3 fusions
+    assert (tmp_path / "fusion.png").stat().st_size > 1000
+    # the weighting fusion is robustness_curves' "specrage": its runs are taken over, not rerun
+    curves = load("robustness_curves").main(["--datasets", "blobs", "--methods", "specrage", "--out-dir",
+                                             str(tmp_path), "--reuse", str(out), *TINY])["blobs"]
+    weighting = sorted((r["kind"], r["acc"], r["seconds"]) for r in result["runs"] if r["method"] == "weighting")
+    assert sorted((r["kind"], r["acc"], r["seconds"]) for r in curves["runs"]) == weighting
+
+
+def test_fusion_methods_differ_only_in_the_fusion_or_the_loss():
+    methods = {m.name: m.overrides for m in load("fusion_comparison").fusion_methods(
+        "bdgp", ["weighting", "average", "weighting-eq4"])}
+    assert methods["weighting"] == ("model.temperature=250", "graph.weights_in_affinity=false", "model.fusion=weighting")
+    assert methods["average"][:2] == methods["weighting"][:2] and methods["average"][2] == "model.fusion=average"
+    assert methods["weighting-eq4"] == ("model.temperature=250", "graph.weights_in_affinity=true",
+                                        "model.fusion=weighting")

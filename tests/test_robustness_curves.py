@@ -1,0 +1,105 @@
+"""experiments/robustness_curves.py on a tiny configuration, and specrage_jax.robustness (issue 6)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specrage_jax.data import make_blobs_views
+from specrage_jax.robustness import (
+    ContaminationSpec, CurveSpec, Method, adopt_runs, contaminate, pending_levels, relative_degradation, subsample,
+    summarize_curves,
+)
+
+SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "robustness_curves.py"
+TINY = ["--max-samples", "300", "--fractions", "0.2", "0.4", "--set", "train.epochs=1",
+        "--set", "model.view_hidden=32,32", "--set", "model.weighting_hidden=16"]
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("robustness_curves", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_robustness_script_writes_both_curves_for_both_methods(tmp_path):
+    module = load_script()
+    module.main(["--datasets", "blobs", "--out-dir", str(tmp_path), *TINY])
+    result = json.loads((tmp_path / "robustness_blobs.json").read_text())
+    assert result["complete"] and result["n_seeds"] == 1 and result["fractions"] == [0.2, 0.4]
+    assert set(result["methods"]) == {"specrage", "alignment"}
+    assert "graph.weights_in_affinity=false" in result["methods"]["specrage"]["overrides"]
+    assert set(result["curves"]) == {"outliers", "noise"}
+    for kind in ("outliers", "noise"):
+        for name in ("specrage", "alignment"):
+            rows = result["curves"][kind][name]
+            assert rows["fractions"] == [0.2, 0.4] and rows["n_seeds"] == [1, 1]
+            assert len(rows["degradation_mean"]) == 2 and all(math.isfinite(v) for v in rows["degradation_mean"])
+            assert all(0.0 <= a <= 1.0 for a in rows["acc_mean"]) and 0.0 < rows["clean_acc_mean"] <= 1.0
+    cells = {(r["method"], r["kind"], r["fraction"]) for r in result["runs"]}
+    assert len(result["runs"]) == len(cells) == 2 * (1 + 2 * 2)  # clean + 2 kinds x 2 levels, per method
+    specrage = [r for r in result["runs"] if r["method"] == "specrage" and r["kind"] == "outliers"]
+    assert all(len(r["weights_contaminated_rows"]) == 2 for r in specrage)
+    assert (tmp_path / "robustness_blobs.png").stat().st_size > 1000
+    # --resume runs nothing again: the same records come back
+    again = module.main(["--datasets", "blobs", "--out-dir", str(tmp_path), "--resume", *TINY])["blobs"]
+    assert again["runs"] == result["runs"]
+
+
+def test_relative_degradation_and_summary_over_seeds():
+    assert relative_degradation(0.8, 0.6) == pytest.approx(25.0)
+    with pytest.raises(ValueError):
+        relative_degradation(0.0, 0.5)
+    runs = [{"method": "m", "kind": "clean", "fraction": 0.0, "seed": s, "acc": 1.0} for s in (0, 1)]
+    runs += [{"method": "m", "kind": "noise", "fraction": 0.4, "seed": 0, "acc": 0.9},
+             {"method": "m", "kind": "noise", "fraction": 0.4, "seed": 1, "acc": 0.7}]
+    rows = summarize_curves(runs, ["m"], ["noise"], [0.2, 0.4])["noise"]["m"]
+    assert rows["degradation_mean"][1] == pytest.approx(20.0) and rows["degradation_std"][1] == pytest.approx(10.0)
+    assert rows["degradation_mean"][0] is None and rows["n_seeds"] == [0, 2]
+
+
+def test_contaminate_changes_only_the_masked_rows_and_clean_is_identity():
+    data = make_blobs_views(n_samples=200, seed=0)
+    spec = ContaminationSpec(outlier_view=1)
+    dirty, mask = contaminate(data, "outliers", 0.3, seed=0, spec=spec)
+    assert mask.shape == (200, 2) and mask[:, 1].sum() == 60 and not mask[:, 0].any()
+    np.testing.assert_array_equal(dirty.views[1][~mask[:, 1]], data.views[1][~mask[:, 1]])
+    same, none = contaminate(data, "clean", 0.3, seed=0, spec=spec)
+    assert same is data and not none.any()
+    small = subsample(data, 50, seed=0)
+    assert small.n_samples == 50 and np.bincount(small.labels).min() == 10
+
+
+def test_runs_are_adopted_by_signature_and_only_missing_cells_run():
+    methods = [Method("specrage", ("model.temperature=90",)), Method("alignment", alignment=True)]
+    signatures = {"specrage": "aaa", "alignment": "bbb"}
+    known = [{"method": "weighting", "signature": "aaa", "kind": "clean", "fraction": 0.0, "seed": 0, "acc": 1.0},
+             {"method": "other", "signature": "zzz", "kind": "clean", "fraction": 0.0, "seed": 0, "acc": 1.0}]
+    adopted = adopt_runs(known, signatures)
+    assert [r["method"] for r in adopted] == ["specrage"]
+    done = {("aaa", "clean", 0.0, 0)}
+    levels = pending_levels(methods, signatures, done, ["noise"], [0.4], [0])
+    assert [(lv.kind, [m.name for m in lv.methods]) for lv in levels] == [("clean", ["alignment"]),
+                                                                        ("noise", ["specrage", "alignment"])]
+    with pytest.raises(ValueError):
+        CurveSpec(kinds=("fire",))
+
+
+def test_run_curves_without_running_only_summarizes_adopted_runs():
+    from specrage_jax.config import preset
+    from specrage_jax.robustness import method_signatures, run_curves
+
+    spec = CurveSpec(kinds=("noise",), fractions=(0.4,), max_samples=100)
+    load = lambda seed: make_blobs_views(n_samples=300, seed=seed)  # noqa: E731
+    methods = [Method("specrage", ("model.temperature=90",))]
+    sig = method_signatures("blobs", spec, preset("blobs"), methods, 5)["specrage"]
+    known = [{"method": "x", "signature": sig, "kind": "clean", "fraction": 0.0, "seed": 0, "acc": 0.8}]
+    runs, curves = run_curves("blobs", load, methods, preset("blobs"), spec, known_runs=known, run_missing=False)
+    assert [r["method"] for r in runs] == ["specrage"]
+    assert curves["noise"]["specrage"]["clean_acc_mean"] == 0.8 and curves["noise"]["specrage"]["n_seeds"] == [0]
