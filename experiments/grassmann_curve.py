@@ -24,11 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from specrage_jax.config import apply_overrides, preset
-from specrage_jax.data import load_dataset
-from specrage_jax.experiment import prepare_splits, pretrain, train_on_splits, with_n_components, write_json_atomic
+from specrage_jax.experiment import prepare_run, train_on_splits, write_json_atomic
 from specrage_jax.monitor import SpectralMonitor, density_matched_graph, spectral_reference
 from specrage_jax.steps import create_state
+from specrage_jax.plots import save_figure
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -42,11 +41,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--max-reference", type=int, default=2000, help="validation rows in the exact reference")
     parser.add_argument("--out", default=None, help="JSON path (default results/grassmann_<dataset>.json)")
     args = parser.parse_args(argv)
-    data = load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir)
-    config = with_n_components(apply_overrides(preset(args.dataset), ["train.progress=false", *args.overrides]),
-                               data.n_classes)
-    splits = prepare_splits(data, config, seed=args.seed)
-    splits, codes, _ = pretrain(splits, config, seed=args.seed)
+    run = prepare_run(args.dataset, seed=args.seed, data_dir=args.data_dir, overrides=args.overrides)
+    config, splits, codes = run.config, run.splits, run.codes
     rows = slice(0, min(args.max_reference, len(splits.val_labels)))
     ref_views = [v[rows] for v in splits.val]
     ref_codes = None if codes is None else [c[rows] for c in codes.val]
@@ -111,9 +107,7 @@ def plot(result: dict, path: Path) -> None:
     ax.set(xlabel="epoch", ylabel="squared Grassmann distance", ylim=(0, result["k"]),
            title=f"{result['dataset']}: embedding vs exact eigenvectors of L-bar")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 if __name__ == "__main__":

@@ -22,12 +22,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from specrage_jax.config import apply_overrides, preset
-from specrage_jax.data import load_dataset
 from specrage_jax.embed import embed
 from specrage_jax.evaluate import kmeans_metrics
-from specrage_jax.experiment import prepare_splits, pretrain, train_on_splits, with_n_components, write_json_atomic
-from specrage_jax.plots import two_d_projection
+from specrage_jax.experiment import prepare_run, train_on_splits, write_json_atomic
+from specrage_jax.plots import save_figure, two_d_projection
 from specrage_jax.steps import SpecRaGEState
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -79,11 +77,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--out", default=None, help="JSON path (default results/tsne_<dataset>.json)")
     args = parser.parse_args(argv)
     wanted = parse_epochs(args.epochs)
-    data = load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir)
-    config = with_n_components(apply_overrides(preset(args.dataset), ["train.progress=false", *args.overrides]),
-                               data.n_classes)
-    splits = prepare_splits(data, config, seed=args.seed)
-    splits, codes, _ = pretrain(splits, config, seed=args.seed)
+    run = prepare_run(args.dataset, seed=args.seed, data_dir=args.data_dir, overrides=args.overrides)
+    config, splits, codes = run.config, run.splits, run.codes
     callback = EmbeddingSnapshots(views=tuple(splits.val), epochs=frozenset(wanted))
     _, history = train_on_splits(splits, config, seed=args.seed, codes=codes, on_epoch_end=callback)
     snapshots = snapshot_report(callback.snapshots, splits.val_labels, seed=args.seed,
@@ -119,9 +114,7 @@ def plot(result: dict, path: Path) -> None:
         ax.set_xticks([])
         ax.set_yticks([])
     fig.suptitle(f"{result['dataset']}: validation embedding during training", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 if __name__ == "__main__":

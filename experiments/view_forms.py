@@ -25,12 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from specrage_jax.config import apply_overrides, preset
-from specrage_jax.data import load_dataset
 from specrage_jax.embed import embed
-from specrage_jax.experiment import evaluate_state, prepare_splits, pretrain, train_on_splits, with_n_components, write_json_atomic
+from specrage_jax.experiment import evaluate_state, prepare_run, train_on_splits, write_json_atomic
 from specrage_jax.monitor import density_matched_graph, spectral_reference
 from specrage_jax.ops.diagnostics import grassmann_distance_sq, laplacian_quadratic_forms, off_diagonal_ratio, ritz_basis
+from specrage_jax.plots import save_figure
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BASES = ("network", "ritz", "exact")
@@ -60,11 +59,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="matched: l scaled to the reference size (default); train: the training l")
     parser.add_argument("--out", default=None, help="JSON path (default results/view_forms_<dataset>.json)")
     args = parser.parse_args(argv)
-    data = load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir)
-    config = with_n_components(apply_overrides(preset(args.dataset), ["train.progress=false", *args.overrides]),
-                               data.n_classes)
-    splits = prepare_splits(data, config, seed=args.seed)
-    splits, codes, _ = pretrain(splits, config, seed=args.seed)
+    run = prepare_run(args.dataset, seed=args.seed, data_dir=args.data_dir, overrides=args.overrides)
+    config, splits, codes = run.config, run.splits, run.codes
     state, history = train_on_splits(splits, config, seed=args.seed, codes=codes)
     rows = slice(0, min(args.max_reference, len(splits.val_labels)))
     graph = config.graph
@@ -78,7 +74,7 @@ def main(argv: list[str] | None = None) -> dict:
         "dataset": args.dataset, "seed": args.seed, "k": config.model.n_components, "overrides": args.overrides,
         "reference_rows": rows.stop, "reference_n_neighbors": graph.n_neighbors,
         "reference_scale_neighbor": graph.sigma_neighbor, "epochs": len(history.epochs),
-        "view_names": list(data.view_names),
+        "view_names": list(run.data.view_names),
         "grassmann_sq": grassmann_distance_sq(y, reference.eigenvectors),
         "mean_view_weights": np.asarray(alpha).mean(axis=0).tolist(), "test_kmeans_acc": metrics["kmeans"]["acc"],
         **quadratic_form_report(np.asarray(y), reference.laplacians, reference.eigenvectors),
@@ -118,9 +114,7 @@ def plot(result: dict, path: Path) -> None:
             fig.colorbar(image, ax=ax, fraction=0.046)
     fig.suptitle(f"{result['dataset']}: Y^T L^(v) Y on {result['reference_rows']} validation rows "
                  f"(l = {result['reference_n_neighbors']})", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 if __name__ == "__main__":

@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from specrage_jax.config import apply_overrides, preset
 from specrage_jax.contamination import inject_outliers
 from specrage_jax.data import MultiViewData, load_dataset, split_indices
-from specrage_jax.experiment import evaluate_state, prepare_splits, pretrain, train_on_splits, with_n_components, write_json_atomic
+from specrage_jax.experiment import evaluate_state, prepare_run, train_on_splits, write_json_atomic
+from specrage_jax.plots import save_figure
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Eq. 1 on the fused Y (alpha only in the fusion), the per-sample entropy pull to 1/V, T 1 instead of
@@ -90,14 +90,13 @@ def main(argv: list[str] | None = None) -> dict:
     data = subsample(load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir), args.n_samples, seed=args.seed)
     contaminated = inject_outliers(data.views, args.fraction, seed=args.seed, view=None)
     data = dataclasses.replace(data, views=contaminated.views)
-    overrides = ["train.progress=false", *([] if args.paper_loss else FIGURE_OVERRIDES), *args.overrides]
-    config = with_n_components(apply_overrides(preset(args.dataset), overrides), data.n_classes)
-    splits = prepare_splits(data, config, seed=args.seed)
+    overrides = [*([] if args.paper_loss else FIGURE_OVERRIDES), *args.overrides]
+    run = prepare_run(args.dataset, seed=args.seed, overrides=overrides, data=data)
+    config, splits, codes = run.config, run.splits, run.codes
     test_rows = split_indices(data.labels, seed=args.seed, test_fraction=config.data.test_fraction,
                               val_fraction=config.data.val_fraction).test
     if not np.array_equal(data.labels[test_rows], splits.test_labels):
         raise RuntimeError("the test rows do not match prepare_splits' test split")
-    splits, codes, _ = pretrain(splits, config, seed=args.seed)
     state, history = train_on_splits(splits, config, seed=args.seed, codes=codes)
     metrics, _, alpha = evaluate_state(state, splits, config, seed=args.seed)
     views = weight_summary(np.asarray(alpha), contaminated.mask[test_rows])
@@ -142,9 +141,7 @@ def plot(result: dict, path: Path, *, view_names: tuple[str, ...] = ()) -> None:
         ax.legend(fontsize=8)
     fig.suptitle(f"{result['dataset']}: view weights, {int(100 * result['fraction'])}% outliers per view "
                  f"(test ACC {result['test_kmeans_acc']:.3f})", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 if __name__ == "__main__":

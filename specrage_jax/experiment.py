@@ -39,7 +39,7 @@ from specrage_jax.checkpoint import (
     CheckpointError, LoadedModel, TrainingCheckpointer, library_version, load_model, read_record,
     restore_items, save_model, save_trees, tree_from_nested, check_compatible,
 )
-from specrage_jax.config import ExperimentConfig, config_from_dict, config_to_dict
+from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict, preset
 from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
 from specrage_jax.data.preprocess import normalizes_rows
 from specrage_jax.data.lazy import StreamedViews
@@ -176,6 +176,32 @@ def with_n_components(config: ExperimentConfig, n_classes: int) -> ExperimentCon
     if config.model.n_components:
         return config
     return dataclasses.replace(config, model=dataclasses.replace(config.model, n_components=n_classes))
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """What an experiment script starts from: the dataset, the configuration, the splits (scaled),
+    the pre-trained codes (None without Siamese nets) and the pre-training stage times."""
+
+    data: MultiViewData
+    config: ExperimentConfig
+    splits: PreparedSplits
+    codes: SplitCodes | None
+    stages: dict[str, float]
+
+
+def preset_config(dataset: str, n_classes: int, overrides: Sequence[str] = ()) -> ExperimentConfig:
+    """The dataset's preset with "section.field=value" overrides, no progress bar, k = n_classes if unset."""
+    return with_n_components(apply_overrides(preset(dataset), ["train.progress=false", *overrides]), n_classes)
+
+
+def prepare_run(dataset: str, *, seed: int, data_dir: str | None = None, overrides: Sequence[str] = (),
+                data: MultiViewData | None = None) -> PreparedRun:
+    """Loads `dataset` (unless `data` is given), applies its preset + overrides, splits, pre-trains."""
+    data = load_dataset(dataset, seed=seed, data_dir=data_dir) if data is None else data
+    config = preset_config(dataset, data.n_classes, overrides)
+    splits, codes, stages = pretrain(prepare_splits(data, config, seed=seed), config, seed=seed)
+    return PreparedRun(data=data, config=config, splits=splits, codes=codes, stages=stages)
 
 
 def train_on_splits(

@@ -52,3 +52,12 @@ def plot_embedding(
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def save_figure(fig, path: str | Path, *, dpi: int = 120) -> None:
+    """Lays out, writes and closes a matplotlib figure (PNG by the path's suffix)."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
