@@ -266,7 +266,7 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
                  "train": {"epochs": 60, "batch_size": 1024, "steps_per_epoch": 5},
                  "data": {"preprocess": "standard_l2"}},
         # PYTHONPATH=. python experiments/reproduce_tables.py --datasets noisymnist --data-dir ../shared/datasets
-        #   -> see experiments/results/tables.md (10 seeds; seed 0 VAL 0.989 / TEST 0.987).
+        #   -> test k-means ACC 0.9877 +- 0.0009 over 10 seeds, SVM 0.991 (target 0.99).
         # Not the paper's row (l 30, AE + Siamese): the exact SE of the summed raw-pixel 10-NN graph
         # already reaches 0.99 on NoisyMNIST, while a single view's reaches ~0.6 — so what matters is
         # that both views' graphs count equally (weights pinned, alpha outside the affinity: the
