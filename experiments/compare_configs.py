@@ -12,11 +12,10 @@ import argparse
 import json
 import time
 
-from specrage_jax.config import apply_overrides, preset
 from specrage_jax.data import load_dataset
 from specrage_jax.embed import embed
 from specrage_jax.evaluate import kmeans_metrics
-from specrage_jax.experiment import evaluate_state, prepare_splits, pretrain, train_on_splits, with_n_components
+from specrage_jax.experiment import evaluate_state, prepare_splits, pretrain, train_on_splits, preset_config
 
 
 def main() -> None:
@@ -27,8 +26,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     data = load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir)
-    config = with_n_components(apply_overrides(preset(args.dataset), ["train.progress=false", *args.overrides]),
-                               data.n_classes)
+    config = preset_config(args.dataset, data.n_classes, args.overrides)
     start = time.perf_counter()
     splits = prepare_splits(data, config, seed=args.seed)
     splits, codes, stages = pretrain(splits, config, seed=args.seed)

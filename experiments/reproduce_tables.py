@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 
 from specrage_jax.baselines import mean_laplacian_eigenvectors
-from specrage_jax.config import apply_overrides, config_to_dict, preset
+from specrage_jax.config import config_to_dict
 from specrage_jax.data import load_dataset
 from specrage_jax.embed import embed
 from specrage_jax.evaluate import kmeans_metrics, summarize_seeds
-from specrage_jax.experiment import environment_info, evaluate_state, prepare_splits, pretrain, train_on_splits, with_n_components
+from specrage_jax.experiment import environment_info, evaluate_state, prepare_splits, pretrain, train_on_splits, preset_config
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -59,7 +59,7 @@ PAPER["noisymnist"] = PAPER["infinitemnist"]  # same view construction; the pape
 def run_seed(dataset: str, overrides: list[str], seed: int, data_dir: str | None) -> dict[str, Any]:
     """One seed of one dataset: train, evaluate, baselines. Metrics are fractions."""
     data = load_dataset(dataset, seed=seed, data_dir=data_dir)
-    config = with_n_components(apply_overrides(preset(dataset), ["train.progress=false", *overrides]), data.n_classes)
+    config = preset_config(dataset, data.n_classes, overrides)
     splits = prepare_splits(data, config, seed=seed)
     start = time.perf_counter()
     splits, codes, stages = pretrain(splits, config, seed=seed)

@@ -61,22 +61,22 @@ def test_weight_summary_and_claim_on_a_hand_made_case():
 def test_view_forms_writes_symmetric_forms_in_three_bases(tmp_path):
     module = load_script("view_forms")
     out = tmp_path / "v.json"
-    module.main(["--dataset", "blobs", "--set", "train.epochs=2", *TINY, "--max-reference", "150", "--out", str(out)])
+    module.main(["--dataset", "digits", "--set", "train.epochs=2", *TINY, "--max-reference", "120", "--out", str(out)])
     result = json.loads(out.read_text())
     k = result["k"]
-    assert result["reference_rows"] == 150 and result["epochs"] == 2 and 0 <= result["grassmann_sq"] <= k
-    assert result["reference_n_neighbors"] == round(30 * 150 / 256)  # density-matched: l 30 of 256-row batches
+    assert result["reference_rows"] == 120 and result["epochs"] == 2 and 0 <= result["grassmann_sq"] <= k
+    assert result["reference_n_neighbors"] == round(10 * 120 / 256)  # density-matched: l 10 of 256-row batches
     for basis in ("network", "ritz", "exact"):
         forms = np.asarray(result[basis]["forms"])
         assert forms.shape == (2, k, k)
         np.testing.assert_allclose(forms, np.transpose(forms, (0, 2, 1)), atol=1e-8)
         assert all(0.0 <= r <= 1.0 for r in result[basis]["off_diagonal_ratio"])
-    # the Ritz and exact bases diagonalize the sum of the views' forms exactly, to float64 rounding,
-    # which scales with the Laplacian's norm (O(1)), not with the forms: on this tiny graph the
-    # bottom eigenvalues are ~0, so the forms themselves are ~1e-15
+    # the Ritz and exact bases diagonalize the sum of the views' forms exactly (digits, not blobs:
+    # blobs' clusters are disconnected in the graph, so its bottom eigenvalues and forms are ~0)
     for basis in ("ritz", "exact"):
         total = np.asarray(result[basis]["forms"]).sum(axis=0)
-        np.testing.assert_allclose(total - np.diag(np.diag(total)), 0.0, atol=1e-8)
+        assert np.abs(np.diag(total)).max() > 1e-6
+        np.testing.assert_allclose(total - np.diag(np.diag(total)), 0.0, atol=1e-8 * np.abs(total).max())
     assert (tmp_path / "v.png").stat().st_size > 1000
 
 
