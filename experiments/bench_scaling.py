@@ -273,17 +273,12 @@ def exact_knn(x: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def knn_laplacian(dists: np.ndarray, index: np.ndarray, bandwidth_factor: float = 2.0):
-    """L = D - (W + W^T)/2 (scipy CSR) of the kNN Gaussian graph, sigma the median l-th
-    neighbour distance over all points (zero distances excluded), as baselines.full_graph_affinities."""
-    import scipy.sparse as sp
+    """L = D - (W + W^T)/2 (scipy CSR) of the kNN Gaussian graph of squared distances (n, l), sigma
+    the median l-th neighbour distance: ``baselines.sparse_gaussian_graph`` + ``sparse_laplacian``."""
+    from specrage_jax.baselines import sparse_gaussian_graph, sparse_laplacian
 
-    n, l = index.shape
-    last = np.sqrt(dists[:, -1])
-    sigma = float(np.median(last[last > 0])) if np.any(last > 0) else 1.0
-    values = np.exp(-dists.astype(np.float64) / (bandwidth_factor * sigma**2))
-    w = sp.csr_matrix((values.ravel(), index.ravel(), np.arange(0, n * l + 1, l)), shape=(n, n))
-    w = 0.5 * (w + w.T)
-    return sp.diags(np.asarray(w.sum(axis=1)).ravel()) - w
+    return sparse_laplacian(sparse_gaussian_graph(dists, index, sigma_neighbor=index.shape[1],
+                                                  bandwidth_factor=bandwidth_factor))
 
 
 def task_exact(p: dict) -> dict:

@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from specrage_jax.contamination import inject_outliers
-from specrage_jax.data import MultiViewData, load_dataset, split_indices
+from specrage_jax.data import load_dataset, split_indices
 from specrage_jax.experiment import evaluate_state, prepare_run, train_on_splits, write_json_atomic
 from specrage_jax.plots import save_figure
+from specrage_jax.robustness import subsample
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Eq. 1 on the fused Y (alpha only in the fusion), the per-sample entropy pull to 1/V, T 1 instead of
@@ -35,15 +36,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 FIGURE_OVERRIDES: tuple[str, ...] = ("graph.weights_in_affinity=false", "graph.weight_entropy=0.01",
                                      "model.temperature=1", "train.steps_per_epoch=10")
 BINS = np.linspace(0.0, 1.0, 41)
-
-
-def subsample(data: MultiViewData, n_samples: int | None, *, seed: int) -> MultiViewData:
-    """At most ``n_samples`` random rows of ``data`` (all when None or larger), in original order."""
-    n = data.labels.shape[0]
-    if not n_samples or n_samples >= n:
-        return data
-    rows = np.sort(np.random.default_rng(seed).choice(n, size=n_samples, replace=False))
-    return data.subset(rows)
 
 
 def weight_summary(alpha: np.ndarray, mask: np.ndarray) -> list[dict[str, Any]]:
@@ -82,12 +74,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--fraction", type=float, default=0.2, help="outlier fraction per view")
-    parser.add_argument("--n-samples", type=int, default=None, help="random subset of the data set (tests)")
+    parser.add_argument("--n-samples", type=int, default=None, help="seeded stratified subset of the data set (tests)")
     parser.add_argument("--paper-loss", action="store_true", help="drop FIGURE_OVERRIDES (Eq. 4 as published)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", default=None, help="JSON path (default results/weight_histogram_<dataset>.json)")
     args = parser.parse_args(argv)
-    data = subsample(load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir), args.n_samples, seed=args.seed)
+    data = subsample(load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir), args.n_samples or 0, seed=args.seed)
     contaminated = inject_outliers(data.views, args.fraction, seed=args.seed, view=None)
     data = dataclasses.replace(data, views=contaminated.views)
     overrides = [*([] if args.paper_loss else FIGURE_OVERRIDES), *args.overrides]

@@ -54,15 +54,28 @@ def sparse_knn_affinity(x: np.ndarray, graph: GraphConfig) -> sp.csr_matrix:
     if graph.include_self:
         dist = np.concatenate([np.zeros((n, 1)), dist], axis=1)
         idx = np.concatenate([np.arange(n)[:, None], idx], axis=1)
-    scale_dist = dist[:, graph.sigma_neighbor - 1]
+    return sparse_gaussian_graph(np.square(dist), idx, sigma_neighbor=graph.sigma_neighbor,
+                                 bandwidth_factor=graph.bandwidth_factor, symmetrize=graph.symmetrize)
+
+
+def sparse_gaussian_graph(sq_dists: np.ndarray, index: np.ndarray, *, sigma_neighbor: int,
+                          bandwidth_factor: float = 2.0, symmetrize: str = "mean") -> sp.csr_matrix:
+    """The kNN Gaussian graph from each row's neighbours: sq_dists, index (n, l), nearest first.
+
+    sigma = median over rows of the distance to the ``sigma_neighbor``-th neighbour (zero distances
+    ignored; 1 if all are zero), W_ij = exp(-d_ij^2 / (c sigma^2)), no self-loops; symmetrized
+    'mean' (W + W^T)/2, 'max', or 'none' (directed). -> (n, n) float64 CSR.
+    """
+    n, l = index.shape
+    scale_dist = np.sqrt(sq_dists[:, sigma_neighbor - 1])
     sigma = float(np.median(scale_dist[scale_dist > 0])) if np.any(scale_dist > 0) else 1.0
-    values = np.exp(-np.square(dist) / (graph.bandwidth_factor * sigma**2))
-    w = sp.csr_matrix((values.ravel(), (np.repeat(np.arange(n), l), idx.ravel())), shape=(n, n))
+    values = np.exp(-np.asarray(sq_dists, np.float64) / (bandwidth_factor * sigma**2))
+    w = sp.csr_matrix((values.ravel(), (np.repeat(np.arange(n), l), index.ravel())), shape=(n, n))
     w.setdiag(0.0)
     w.eliminate_zeros()
-    if graph.symmetrize == "mean":
+    if symmetrize == "mean":
         return ((w + w.T) / 2).tocsr()
-    if graph.symmetrize == "max":
+    if symmetrize == "max":
         return w.maximum(w.T).tocsr()
     return w
 
