@@ -142,6 +142,8 @@ class TrainConfig:
     lr_patience: int = _f(10, "epochs without validation improvement before the learning rate drops")
     min_lr: float = _f(1e-8, "training stops once the learning rate falls below this")
     progress: bool = _f(True, "show a per-epoch progress bar")
+    data_on_device: bool = _f(False, "hold the training set in device memory and run each epoch as one compiled "
+                                     "scan (no per-step host gather: the fast path on a GPU; needs in-memory views)")
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "learning_rate", "lr_factor", "min_lr"):

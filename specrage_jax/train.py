@@ -21,6 +21,7 @@ from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
 from specrage_jax.config import GraphConfig, TrainConfig
+from specrage_jax.device_epoch import EpochMetrics, put_training_data, train_epoch_on_device
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
 from specrage_jax.schedule import PlateauState, plateau_update, should_stop
 from specrage_jax.sharding import check_batch_divisible, replicate, round_batch_to_devices, shard_batch
@@ -255,6 +256,12 @@ def fit(
     m = effective_batch_size(mesh_batch_size(m, config.batch_size, mesh), m, state.graph.n_neighbors)
     if mesh is not None:
         state = replicate(state, mesh)
+    device_data = None
+    if config.data_on_device:
+        if is_streamed(train_views):
+            raise ValueError("train.data_on_device needs the training views in memory, but they are streamed "
+                             "from disk: load them as arrays (--stream off) or leave train.data_on_device false")
+        device_data = put_training_data(train_views, train_codes, mesh)
     steps = config.steps_per_epoch or math.ceil(n / m)
     start_epoch, lr, plateau, history = _starting_point(resume, config, seed=seed, batch_size=m)
     state = state.with_learning_rate(lr)
@@ -265,16 +272,11 @@ def fit(
         grad_rng, ortho_rng = epoch_rngs(seed, epoch)
         grad_idx = batch_indices(n, m, steps, grad_rng)
         ortho_idx = batch_indices(n, m, steps, ortho_rng)
-        losses, weights = [], []
-        for s in range(steps):
-            ortho_batch = take_batch(train_views, None, ortho_idx[s], mesh)
-            grad_batch = take_batch(train_views, train_codes, grad_idx[s], mesh)
-            state, metrics = train_step(state, ortho_batch, grad_batch)  # = ortho_step, then grad_step
-            losses.append(metrics["loss"])
-            if s >= 2:  # dispatch is asynchronous: bound the steps (and batches) in flight
-                losses[s - 2].block_until_ready()
-            weights.append(metrics["view_weights"])
-        train_loss = float(jnp.mean(jnp.stack(losses)))
+        if device_data is None:
+            state, epoch_metrics = _host_epoch(state, train_views, train_codes, ortho_idx, grad_idx, mesh)
+        else:
+            state, epoch_metrics = train_epoch_on_device(state, device_data, ortho_idx, grad_idx, mesh)
+        train_loss = float(jnp.mean(epoch_metrics.losses))
         if not math.isfinite(train_loss):
             raise FloatingPointError(
                 f"epoch {epoch}: training loss became {train_loss}; lower train.learning_rate "
@@ -285,7 +287,7 @@ def fit(
         record = EpochRecord(
             epoch=epoch, train_loss=train_loss, val_loss=val_loss, learning_rate=lr,
             seconds=time.perf_counter() - start,
-            view_weights=tuple(float(w) for w in jnp.mean(jnp.stack(weights), axis=0)),
+            view_weights=tuple(float(w) for w in jnp.mean(epoch_metrics.view_weights, axis=0)),
         )
         history.epochs.append(record)
         history.steps += steps
@@ -306,6 +308,24 @@ def fit(
         history.stop_reason = f"completed {config.epochs} epochs"
     bar.close()
     return state, history
+
+
+def _host_epoch(
+    state: SpecRaGEState, views: Sequence[Any], codes: Sequence[np.ndarray] | None,
+    ortho_idx: np.ndarray, grad_idx: np.ndarray, mesh: Mesh | None,
+) -> tuple[SpecRaGEState, EpochMetrics]:
+    """One epoch of ``train_step`` on batches gathered on the host (arrays or streamed rows) and
+    copied to the device step by step; at most three steps in flight."""
+    losses, weights = [], []
+    for s in range(ortho_idx.shape[0]):
+        ortho_batch = take_batch(views, None, ortho_idx[s], mesh)
+        grad_batch = take_batch(views, codes, grad_idx[s], mesh)
+        state, metrics = train_step(state, ortho_batch, grad_batch)  # = ortho_step, then grad_step
+        losses.append(metrics["loss"])
+        if s >= 2:  # dispatch is asynchronous: bound the steps (and batches) in flight
+            losses[s - 2].block_until_ready()
+        weights.append(metrics["view_weights"])
+    return state, EpochMetrics(losses=jnp.stack(losses), view_weights=jnp.stack(weights))
 
 
 def _starting_point(
