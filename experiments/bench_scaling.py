@@ -200,13 +200,16 @@ def task_specrage(p: dict) -> dict:
     model = ModelConfig(n_components=p["k"], view_hidden=tuple(p["hidden"]), temperature=p["temperature"])
     state = create_state(data.view_dims, model, graph, OrthoConfig(), learning_rate=p["learning_rate"],
                          seed=p["seed"], view_scales=scales)
-    put = None
+    put = mesh = None
     if p["devices"] > 1:
         from specrage_jax.sharding import make_data_mesh, replicate, shard_batch
 
         mesh = make_data_mesh(p["devices"])
         state = replicate(state, mesh)
         put = partial(shard_batch, mesh=mesh)  # the (ortho views, grad views) pair, rows over 'data'
+    if p.get("on_device"):
+        return specrage_on_device(p, data, state, mesh=mesh if p["devices"] > 1 else None,
+                                  setup_s=time.perf_counter() - start, scales=scales)
     ortho_rng, grad_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(p["seed"]).spawn(2))
     pairs = zip(memmap_batches(data, m, seed=ortho_rng), memmap_batches(data, m, seed=grad_rng))
     stream = prefetch_to_device(pairs, size=p["prefetch"], sharding=put)
@@ -241,6 +244,45 @@ def task_specrage(p: dict) -> dict:
     return {"n": n, "batch_size": m, "steps": steps, "epoch_s": epoch_s, "s_per_step": epoch_s / steps,
             "samples_per_s": steps * m / epoch_s, "input_wait_s": wait_s, "compile_s": compile_s,
             "setup_s": setup_s, "rss_after_compile_mb": rss_base, "loss_first": losses[0], "loss_last": losses[-1],
+            "loss_finite": bool(np.all(np.isfinite(losses))), "view_scales": [float(s) for s in scales],
+            "devices": [str(d) for d in jax.devices()][:p["devices"]],
+            "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def specrage_on_device(p: dict, data, state, *, mesh, setup_s: float, scales) -> dict:
+    """``--on-device``: the whole training set copied to the device once
+    (``device_epoch.put_training_data``), then ``--epochs`` epochs, each one compiled
+    ``lax.scan`` of train_step over the epoch's batches (``train.data_on_device``). The first
+    epoch includes compilation; ``epoch_s`` is the median of the others (of the one, if alone)."""
+    import jax
+
+    from specrage_jax.device_epoch import put_training_data, train_epoch_on_device
+    from specrage_jax.train import batch_indices, epoch_rngs
+
+    n, m = data.n, p["batch_size"]
+    start = time.perf_counter()
+    host = data.rows(np.arange(n))
+    device_data = put_training_data(host, None, mesh)
+    jax.block_until_ready(device_data)
+    del host
+    transfer_s = time.perf_counter() - start
+    steps = p["steps"] or math.ceil(n / m)
+    epochs_s, losses = [], []
+    for epoch in range(p["epochs"]):
+        grad_rng, ortho_rng = epoch_rngs(p["seed"], epoch)
+        grad_idx, ortho_idx = batch_indices(n, m, steps, grad_rng), batch_indices(n, m, steps, ortho_rng)
+        t = time.perf_counter()
+        state, metrics = train_epoch_on_device(state, device_data, ortho_idx, grad_idx, mesh)
+        jax.block_until_ready(metrics)
+        epochs_s.append(time.perf_counter() - t)
+        losses.append([float(x) for x in (metrics.losses[0], metrics.losses[-1])])
+        log(f"  n={n}: epoch {epoch + 1}/{p['epochs']} {epochs_s[-1]:.2f} s, loss {losses[-1][1]:.4g}")
+    steady = epochs_s[1:] or epochs_s
+    epoch_s = float(np.median(steady))
+    return {"n": n, "batch_size": m, "steps": steps, "mode": "on_device", "epochs": p["epochs"],
+            "epochs_s": epochs_s, "total_s": float(sum(epochs_s)), "epoch_s": epoch_s, "s_per_step": epoch_s / steps,
+            "samples_per_s": steps * m / epoch_s, "transfer_s": transfer_s, "setup_s": setup_s,
+            "first_epoch_s": epochs_s[0], "loss_first": losses[0][0], "loss_last": losses[-1][1],
             "loss_finite": bool(np.all(np.isfinite(losses))), "view_scales": [float(s) for s in scales],
             "devices": [str(d) for d in jax.devices()][:p["devices"]],
             "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
@@ -462,11 +504,15 @@ def print_table(sizes: dict[str, dict], summary: dict) -> None:
         ae = f"{a['train_s']:.1f}/{a['encode_s']:.1f}" if a.get("status") == "ok" else "-"
         ok = s.get("status") == "ok"
         exact = (f"{e['total_s']:.1f}" if e.get("status") == "ok" else e.get("status", "-"))
-        print(f"{int(n):>9} {g.get('seconds', float('nan')):>8.1f} {ae:>15} "
-              f"{s.get('compile_s', float('nan')) if ok else float('nan'):>9.1f} "
-              f"{s['epoch_s'] if ok else float('nan'):>8.2f} {s['s_per_step'] if ok else float('nan'):>7.3f} "
-              f"{s['input_wait_s'] if ok else float('nan'):>6.2f} {s.get('peak_rss_mb', float('nan')):>8.0f} "
-              f"{s['rss_after_compile_mb'] if ok else float('nan'):>8.0f} {exact:>9} {e.get('peak_rss_mb', float('nan')):>9.0f}")
+        nan = float("nan")
+        print(f"{int(n):>9} {g.get('seconds', nan):>8.1f} {ae:>15} "
+              f"{s.get('compile_s', nan) if ok else nan:>9.1f} "
+              f"{s['epoch_s'] if ok else nan:>8.2f} {s['s_per_step'] if ok else nan:>7.3f} "
+              f"{s.get('input_wait_s', nan) if ok else nan:>6.2f} {s.get('peak_rss_mb', nan):>8.0f} "
+              f"{s.get('rss_after_compile_mb', nan) if ok else nan:>8.0f} {exact:>9} {e.get('peak_rss_mb', nan):>9.0f}")
+        if ok and s.get("mode") == "on_device":
+            print(f"{'':>9} on device: {s['epochs']} epochs in {s['total_s']:.1f} s (first, with compilation: "
+                  f"{s['first_epoch_s']:.1f} s; copy to device {s['transfer_s']:.1f} s)")
     for span, slope in summary["epoch_time_slopes"].items():
         print(f"log-log slope of the SpecRaGE epoch time, n {span}: {slope:.3f}")
     target = summary["epoch_time_slope_100k_1M"]
@@ -492,6 +538,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--temperature", type=float, default=250000.0)
     ap.add_argument("--learning-rate", type=float, default=1e-3)
     ap.add_argument("--prefetch", type=int, default=2)
+    ap.add_argument("--on-device", action="store_true",
+                    help="hold the training set in device memory, one compiled scan per epoch (the GPU path)")
+    ap.add_argument("--epochs", type=int, default=1, help="SpecRaGE epochs (--on-device; the streamed path runs one)")
     ap.add_argument("--devices", type=int, default=1, help="data-parallel devices (CPU: forced host devices)")
     ap.add_argument("--ae", action="store_true", help="autoencoder pre-embedding before SpecRaGE")
     ap.add_argument("--ae-train-rows", type=int, default=20_000)
@@ -554,7 +603,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
             r["specrage"] = run_child("specrage", {
                 **common, "data": str(train_dir), "batch_size": min(args.batch_size, n), "steps": args.steps,
                 "k": args.k, "n_neighbors": args.n_neighbors, "hidden": args.hidden, "temperature": args.temperature,
-                "learning_rate": args.learning_rate, "prefetch": args.prefetch, "devices": args.devices},
+                "learning_rate": args.learning_rate, "prefetch": args.prefetch, "devices": args.devices,
+                "on_device": args.on_device, "epochs": args.epochs},
                 timeout_s=None, max_rss_gb=None, env=env)
             save()
             if args.no_exact:

@@ -291,3 +291,14 @@ def test_bench_scaling_tiny_with_autoencoder_and_gather(tmp_path) -> None:
     for r in results["sizes"].values():
         assert r["ae"]["train_s"] > 0 and r["ae"]["encode_s"] > 0 and r["ae"]["meta"]["view_dims"] == [10, 10]
         assert all(r["gather"][f"{c}/random_sorted_ms"] > 0 for c in ("warm", "cold"))
+
+
+def test_bench_scaling_tiny_on_device(tmp_path) -> None:
+    """--on-device: the training set on the device, --epochs compiled scans, timed one by one."""
+    results = run_bench(tmp_path, "--on-device", "--epochs", "2", "--no-exact")
+    for n, r in results["sizes"].items():
+        s = r["specrage"]
+        assert r["specrage"]["status"] == "ok" and "exact" not in r, (n, r)
+        assert s["mode"] == "on_device" and s["epochs"] == 2 and len(s["epochs_s"]) == 2 and s["steps"] == 2
+        assert s["epoch_s"] == s["epochs_s"][1] and abs(s["total_s"] - sum(s["epochs_s"])) < 1e-9
+        assert s["transfer_s"] >= 0 and s["loss_finite"]
