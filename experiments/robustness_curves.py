@@ -15,17 +15,19 @@ split, initialization and batches; the contamination is seeded with it too), so 
 is the contamination. Metric: test k-means ACC; degradation = 100 (ACC_clean - ACC) / ACC_clean
 per seed, then mean and std over ``--seeds`` (the JSON records n_seeds).
 
-Methods: "specrage" = the dataset preset with learnable per-sample view weights
-(``graph.weights_in_affinity=false`` and the paper's temperature: T 250 on BDGP, T 90 on blobs and
-Handwritten; see specrage_jax.robustness.learnable_weight_overrides; the preset itself pins the
-weights with T 250000 on BDGP/Handwritten). "alignment" = per-view SpectralNets + MSE alignment on
+Methods: "specrage" = the paper's method as published: the weighting fusion under Eq. 4 (the
+per-sample weights alpha_i alpha_j inside every view's affinity, ``graph.weights_in_affinity=true``)
+at the paper's temperature (T 250 on BDGP, T 90 on blobs and Handwritten; see
+specrage_jax.robustness.paper_loss_overrides; the presets themselves pin the weights with T 250000
+on BDGP/Handwritten). Down-weighting a contaminated view then also removes its edges from that
+view's graph, which is what makes the fusion robust (BUILD_NOTES, issue 6, session 4). "alignment" = per-view SpectralNets + MSE alignment on
 the same preprocessed splits (graph on the input views, l = the preset's, SpecRaGE's widths, k,
 learning rate, batch size and step budget), evaluated on its concatenated embedding.
 
 Writes experiments/results/robustness_<dataset>.json (header, curves, every run with its
 signature; rewritten after every run) and robustness_<dataset>.png. ``--resume`` keeps the runs
 already in the file; ``--reuse FILE`` takes runs with the same signature (e.g. the fusion
-comparison's "weighting" runs are this script's "specrage" runs on BDGP).
+comparison's "weighting-eq4" runs are this script's "specrage" runs on BDGP).
 """
 
 from __future__ import annotations
@@ -34,14 +36,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from specrage_jax.robustness import Method, add_curve_arguments, degradation_table, learnable_weight_overrides, write_curve_file
+from specrage_jax.robustness import Method, add_curve_arguments, degradation_table, paper_loss_overrides, write_curve_file
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("specrage", "alignment")
 
 
 def methods_for(dataset: str, names: list[str]) -> list[Method]:
-    table = {"specrage": Method("specrage", learnable_weight_overrides(dataset)),
+    table = {"specrage": Method("specrage", paper_loss_overrides(dataset)),
              "alignment": Method("alignment", alignment=True)}
     return [table[name] for name in names]
 

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from specrage_jax.steps import SpecRaGEState, predict
-from specrage_jax.train import is_streamed
+from specrage_jax.train import check_streamed_views, is_streamed
 from specrage_jax.validation import as_view_arrays, check_view_dims, view_presence
 
 
@@ -70,9 +70,7 @@ def embed_streamed(
     """:func:`embed` of row sources read on demand (``rows[start:stop]`` -> float32 (m, d_v)),
     one chunk of ``batch_size`` rows at a time: Y (n, k), alpha (n, V)."""
     check_view_dims(views, state.model().view_dims)
-    n = len(views[0])
-    if any(len(v) != n for v in views):
-        raise ValueError(f"views disagree on the number of samples ({', '.join(str(v.shape) for v in views)})")
+    n = len(check_streamed_views(views, what="views")[0])
     if mask is not None and np.shape(mask) != (n, len(views)):
         raise ValueError(f"mask must have shape (n_samples, n_views) = {(n, len(views))}, got {np.shape(mask)}")
     ys, alphas = [], []

@@ -72,8 +72,11 @@ def learnable_weight_overrides(dataset: str) -> tuple[str, ...]:
 
 
 def paper_loss_overrides(dataset: str) -> tuple[str, ...]:
-    """The paper's Eq. 4 loss (alpha_i alpha_j inside every view's affinity) at the temperature of
-    :func:`learnable_weight_overrides`; on clean BDGP the weights collapse onto the text view."""
+    """The paper's method as published: the weighting fusion under Eq. 4 (alpha_i alpha_j inside
+    every view's affinity) at the temperature of :func:`learnable_weight_overrides`. A down-weighted
+    view also loses its edges, which is what makes it robust; robustness_curves' "specrage". With
+    the old raw-row BDGP preset the weights collapsed onto the text view; with the unit-norm rows of
+    the current preset they do not (clean test ACC 0.976 vs 0.988 with alpha outside, seed 0)."""
     return (learnable_weight_overrides(dataset)[0], "graph.weights_in_affinity=true")
 
 
@@ -139,7 +142,8 @@ def pretrain_key(config: ExperimentConfig) -> str:
 def run_signature(protocol: dict[str, Any], config: ExperimentConfig, method: Method) -> str:
     """A short hash of everything that changes a run's result apart from (kind, fraction, seed)."""
     values = config_to_dict(config)
-    values["train"].pop("progress", None)
+    for execution_only in ("progress", "data_on_device"):  # how a run executes, not what it computes
+        values["train"].pop(execution_only, None)
     payload = {"protocol": protocol, "alignment": method.alignment, "config": values}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

@@ -171,8 +171,8 @@ def spectral_loss(
     graph = state.graph
     loss_weights = alpha if graph.weights_in_affinity else None
     loss = weighted_laplacian_loss(y, affinities, loss_weights, mass_normalized=graph.mass_normalized)
-    if graph.weight_balance or graph.weight_entropy:  # static: off leaves the loss graph untouched
-        loss = loss + view_weight_regularizer(alpha, balance=graph.weight_balance, entropy=graph.weight_entropy)
+    # static coefficients: with both 0 the regularizer is the constant 0 (no terms in the graph)
+    loss = loss + view_weight_regularizer(alpha, balance=graph.weight_balance, entropy=graph.weight_entropy)
     return loss, alpha
 
 

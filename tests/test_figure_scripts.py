@@ -58,6 +58,20 @@ def test_weight_summary_and_claim_on_a_hand_made_case():
     assert module.claim_holds(module.weight_summary(np.array([[0.5, 0.5], [0.1, 0.9], [0.85, 0.15]]), mask[:3]))
 
 
+def test_inside_clean_data_tells_outliers_in_the_support_from_those_off_it():
+    module = load_script("weight_histogram")
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(size=(200, 2)) * 0.1, [[0.01, 0.0], [5.0, 5.0]]])
+    clean = np.r_[np.ones(200, bool), False, False]
+    inside = module.inside_clean_data(x, clean, np.array([0, 200, 201]))
+    assert inside.tolist() == [True, True, False]  # a clean row, an outlier in the blob, one far off
+    views = module.weight_summary(np.array([[0.5, 0.5], [0.4, 0.6], [0.05, 0.95]]),
+                                  np.array([[False, False], [True, False], [True, False]]),
+                                  np.array([[False, False], [True, False], [False, False]]))
+    assert views[0]["only_this_view_off_data"]["n"] == 1
+    assert views[0]["only_this_view_off_data"]["mean"] == pytest.approx(0.05)
+
+
 def test_view_forms_writes_symmetric_forms_in_three_bases(tmp_path):
     module = load_script("view_forms")
     out = tmp_path / "v.json"

@@ -34,7 +34,7 @@ def test_robustness_script_writes_both_curves_for_both_methods(tmp_path):
     result = json.loads((tmp_path / "robustness_blobs.json").read_text())
     assert result["complete"] and result["n_seeds"] == 1 and result["fractions"] == [0.2, 0.4]
     assert set(result["methods"]) == {"specrage", "alignment"}
-    assert "graph.weights_in_affinity=false" in result["methods"]["specrage"]["overrides"]
+    assert "graph.weights_in_affinity=true" in result["methods"]["specrage"]["overrides"]  # Eq. 4, the paper's loss
     assert set(result["curves"]) == {"outliers", "noise"}
     for kind in ("outliers", "noise"):
         for name in ("specrage", "alignment"):
