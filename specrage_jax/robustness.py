@@ -373,7 +373,7 @@ def add_curve_arguments(parser: Any) -> None:
     parser.add_argument("--max-samples", type=int, default=0, help="stratified subset of this many rows (0: all)")
     parser.add_argument("--outlier-view", type=int, default=0, help="the view that receives the outliers")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override for every method (after the dataset preset)")
+                        help="config override for every method (applied last: after the dataset preset and the method's own)")
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the output file")
     parser.add_argument("--reuse", action="append", default=[], metavar="JSON",
                         help="also take matching runs (same signature) from this result file")
@@ -410,7 +410,9 @@ def write_curve_file(args: Any, dataset: str, methods: Sequence[Method], out: An
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     spec = spec_from_args(args)
-    base = apply_overrides(preset(dataset), ["train.progress=false", *args.overrides])
+    base = apply_overrides(preset(dataset), ["train.progress=false"])
+    # --set comes last, so it wins over a method's own overrides (e.g. another temperature)
+    methods = [dataclasses.replace(m, overrides=(*m.overrides, *args.overrides)) for m in methods]
     header = {
         "dataset": dataset, "protocol": protocol, "metric": "test k-means ACC; degradation = "
         "100 (ACC_clean - ACC) / ACC_clean per seed, mean/std over seeds",

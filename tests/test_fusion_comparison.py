@@ -21,22 +21,24 @@ def load(name: str):
 
 def test_fusion_script_writes_a_curve_per_fusion_and_its_runs_are_reusable(tmp_path):
     out = tmp_path / "fusion.json"
-    load("fusion_comparison").main(["--dataset", "blobs", "--fusions", "weighting", "average", "concat",
+    load("fusion_comparison").main(["--dataset", "blobs", "--fusions", "weighting-eq4", "average", "concat",
                                     "--out", str(out), *TINY])
     result = json.loads(out.read_text())
     assert result["complete"] and result["dataset"] == "blobs" and result["fractions"] == [0.4]
-    assert set(result["methods"]) == {"weighting", "average", "concat"}
-    assert result["methods"]["concat"]["overrides"][-1] == "model.fusion=concat"
+    assert set(result["methods"]) == {"weighting-eq4", "average", "concat"}
+    concat = result["methods"]["concat"]["overrides"]
+    assert "model.fusion=concat" in concat
+    assert concat[-3:] == [x for x in TINY if "=" in x]  # --set is applied last: it wins over the method's own
     for kind in ("outliers", "noise"):
-        assert set(result["curves"][kind]) == {"weighting", "average", "concat"}
+        assert set(result["curves"][kind]) == {"weighting-eq4", "average", "concat"}
         for rows in result["curves"][kind].values():
             assert rows["n_seeds"] == [1] and math.isfinite(rows["degradation_mean"][0])
     assert len(result["runs"]) == 3 * 3  # (clean, outliers 40 %, noise 40 %) x 3 fusions
     assert (tmp_path / "fusion.png").stat().st_size > 1000
-    # the weighting fusion is robustness_curves' "specrage": its runs are taken over, not rerun
+    # the weighting fusion under Eq. 4 is robustness_curves' "specrage": its runs are taken over, not rerun
     curves = load("robustness_curves").main(["--datasets", "blobs", "--methods", "specrage", "--out-dir",
                                              str(tmp_path), "--reuse", str(out), *TINY])["blobs"]
-    weighting = sorted((r["kind"], r["acc"], r["seconds"]) for r in result["runs"] if r["method"] == "weighting")
+    weighting = sorted((r["kind"], r["acc"], r["seconds"]) for r in result["runs"] if r["method"] == "weighting-eq4")
     assert sorted((r["kind"], r["acc"], r["seconds"]) for r in curves["runs"]) == weighting
 
 
