@@ -26,7 +26,8 @@ def load_script(name: str):
 def test_weight_histogram_writes_per_view_clean_and_contaminated_weights(tmp_path):
     module = load_script("weight_histogram")
     out = tmp_path / "w.json"
-    module.main(["--n-samples", "400", "--set", "train.epochs=2", *TINY, "--out", str(out)])
+    module.main(["--n-samples", "400", "--set", "train.epochs=2", "--set", "train.steps_per_epoch=5", *TINY,
+                 "--out", str(out)])
     result = json.loads(out.read_text())
     assert result["n_samples"] == 400 and result["fraction"] == 0.2 and result["epochs"] == 2
     assert result["weights_in_affinity"] is False and result["weight_entropy"] > 0  # FIGURE_OVERRIDES
