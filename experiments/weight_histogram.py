@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> dict:
     views = weight_summary(np.asarray(alpha), test_mask, inside)
     result = {
         "dataset": args.dataset, "seed": args.seed, "fraction": args.fraction, "n_samples": int(data.labels.size),
-        "overrides": overrides[1:], "temperature": config.model.temperature,
+        "overrides": overrides, "temperature": config.model.temperature,
         "weights_in_affinity": config.graph.weights_in_affinity, "weight_entropy": config.graph.weight_entropy,
         "weight_balance": config.graph.weight_balance, "epochs": len(history.epochs),
         "test_kmeans_acc": metrics["kmeans"]["acc"], "test_nmi": metrics["kmeans"].get("nmi"),
