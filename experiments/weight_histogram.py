@@ -33,8 +33,8 @@ from specrage_jax.robustness import subsample
 RESULTS = Path(__file__).resolve().parent / "results"
 # Eq. 1 on the fused Y (alpha only in the fusion), a weak per-sample entropy pull to 1/V (without it
 # the clean samples' weights drift to 0.8 / 0.2), T 1 instead of the preset's 90 (at T 90 the weighting
-# net barely moves), 3000 steps instead of 180 (the contaminated weights keep falling with training:
-# 600 steps 0.25 / 0.29, 1800 steps 0.23 / 0.27, 3000 steps 0.21 / 0.26; BUILD_NOTES, issue 6).
+# net barely moves), 3000 steps instead of 180 (the contaminated weights fall with training to a
+# plateau: 600 steps 0.25 / 0.29, 1800 0.23 / 0.27, 3000 0.21 / 0.26, 6000 0.22 / 0.26; BUILD_NOTES, issue 6).
 FIGURE_OVERRIDES: tuple[str, ...] = ("graph.weights_in_affinity=false", "graph.weight_entropy=0.002",
                                      "model.temperature=1", "train.steps_per_epoch=50")
 BINS = np.linspace(0.0, 1.0, 41)
