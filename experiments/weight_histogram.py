@@ -50,7 +50,7 @@ def inside_clean_data(x: np.ndarray, clean: np.ndarray, rows: np.ndarray, *, qua
     reference = x[clean]
     nn = NearestNeighbors(n_neighbors=2).fit(reference)
     own = nn.kneighbors(reference)[0][:, 1]  # [:, 0] is the row itself
-    dist, idx = nn.kneighbors(x[rows])
+    dist, _ = nn.kneighbors(x[rows])
     self_hit = dist[:, 0] == 0.0
     nearest = np.where(self_hit & clean[rows], dist[:, 1], dist[:, 0])
     return nearest <= np.quantile(own, quantile)
