@@ -18,7 +18,6 @@ n_reference / batch size, so each point links to the same fraction of the set as
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -27,17 +26,13 @@ import numpy as np
 from specrage_jax.experiment import prepare_run, train_on_splits, write_json_atomic
 from specrage_jax.monitor import SpectralMonitor, density_matched_graph, spectral_reference
 from specrage_jax.steps import create_state
-from specrage_jax.plots import save_figure
+from specrage_jax.plots import figure_script_parser, save_figure
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="blobs")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser = figure_script_parser(__doc__, dataset="blobs")
     parser.add_argument("--max-reference", type=int, default=2000, help="validation rows in the exact reference")
     parser.add_argument("--out", default=None, help="JSON path (default results/grassmann_<dataset>.json)")
     args = parser.parse_args(argv)

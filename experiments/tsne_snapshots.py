@@ -14,7 +14,6 @@ skipped and listed in "missed_epochs".
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ import numpy as np
 from specrage_jax.embed import embed
 from specrage_jax.evaluate import kmeans_metrics
 from specrage_jax.experiment import prepare_run, train_on_splits, write_json_atomic
-from specrage_jax.plots import save_figure, two_d_projection
+from specrage_jax.plots import figure_script_parser, save_figure, two_d_projection
 from specrage_jax.steps import SpecRaGEState
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -68,12 +67,8 @@ def snapshot_report(snapshots: dict[int, np.ndarray], labels: np.ndarray, *, see
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="bdgp")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data-dir", default=None)
+    parser = figure_script_parser(__doc__, dataset="bdgp")
     parser.add_argument("--epochs", default="1,3,10,60", help="1-based epochs to snapshot, comma-separated")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", default=None, help="JSON path (default results/tsne_<dataset>.json)")
     args = parser.parse_args(argv)
     wanted = parse_epochs(args.epochs)

@@ -18,7 +18,6 @@ experiments/results/view_forms_<dataset>.json (matrices, off-diagonal ratios
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from specrage_jax.embed import embed
 from specrage_jax.experiment import evaluate_state, prepare_run, train_on_splits, write_json_atomic
 from specrage_jax.monitor import density_matched_graph, spectral_reference
 from specrage_jax.ops.diagnostics import grassmann_distance_sq, laplacian_quadratic_forms, off_diagonal_ratio, ritz_basis
-from specrage_jax.plots import save_figure
+from specrage_jax.plots import figure_script_parser, save_figure, view_label
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BASES = ("network", "ritz", "exact")
@@ -49,11 +48,7 @@ def quadratic_form_report(y: np.ndarray, laplacians: np.ndarray, eigenvectors: n
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="bdgp")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser = figure_script_parser(__doc__, dataset="bdgp")
     parser.add_argument("--max-reference", type=int, default=2000, help="validation rows in the reference")
     parser.add_argument("--reference-graph", choices=("matched", "train"), default="matched",
                         help="matched: l scaled to the reference size (default); train: the training l")
@@ -106,7 +101,7 @@ def plot(result: dict, path: Path) -> None:
         for col, basis in enumerate(shown):
             ax = axes[v, col]
             image = ax.imshow(np.asarray(result[basis]["forms"][v]), cmap="RdBu_r", vmin=-scale, vmax=scale)
-            name = result["view_names"][v] if v < len(result["view_names"]) else f"view {v}"
+            name = view_label(result["view_names"], v)
             ax.set_title(f"{name}: {titles[basis]}\noff-diag ratio {result[basis]['off_diagonal_ratio'][v]:.2f}",
                          fontsize=9)
             ax.set_xticks(range(result["k"]))

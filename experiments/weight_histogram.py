@@ -16,7 +16,6 @@ issue 6); ``--paper-loss`` drops them. Later ``--set`` overrides win.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -27,14 +26,15 @@ import numpy as np
 from specrage_jax.contamination import inject_outliers
 from specrage_jax.data import load_dataset, split_indices
 from specrage_jax.experiment import evaluate_state, prepare_run, train_on_splits, write_json_atomic
-from specrage_jax.plots import save_figure
+from specrage_jax.plots import figure_script_parser, save_figure, view_label
 from specrage_jax.robustness import subsample
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Eq. 1 on the fused Y (alpha only in the fusion), a weak per-sample entropy pull to 1/V (without it
 # the clean samples' weights drift to 0.8 / 0.2), T 1 instead of the preset's 90 (at T 90 the weighting
 # net barely moves), 3000 steps instead of 180 (the contaminated weights fall with training to a
-# plateau: 600 steps 0.25 / 0.29, 1800 0.23 / 0.27, 3000 0.21 / 0.26, 6000 0.22 / 0.26; BUILD_NOTES, issue 6).
+# plateau: 600 steps 0.25 / 0.29 and 1800 0.23 / 0.27 at entropy 0.003, 3000 0.21 / 0.26 and 6000
+# 0.22 / 0.26 at entropy 0.002; BUILD_NOTES, issue 6).
 FIGURE_OVERRIDES: tuple[str, ...] = ("graph.weights_in_affinity=false", "graph.weight_entropy=0.002",
                                      "model.temperature=1", "train.steps_per_epoch=50")
 BINS = np.linspace(0.0, 1.0, 41)
@@ -94,14 +94,10 @@ def claim_holds(views: list[dict[str, Any]], *, low: float = 0.2, centre: float 
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="blobs")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data-dir", default=None)
+    parser = figure_script_parser(__doc__, dataset="blobs")
     parser.add_argument("--fraction", type=float, default=0.2, help="outlier fraction per view")
     parser.add_argument("--n-samples", type=int, default=None, help="seeded stratified subset of the data set (tests)")
     parser.add_argument("--paper-loss", action="store_true", help="drop FIGURE_OVERRIDES (Eq. 4 as published)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", default=None, help="JSON path (default results/weight_histogram_<dataset>.json)")
     args = parser.parse_args(argv)
     data = subsample(load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir), args.n_samples or 0, seed=args.seed)
@@ -162,7 +158,7 @@ def plot(result: dict, path: Path, *, view_names: tuple[str, ...] = ()) -> None:
             counts = np.asarray(off["histogram"], float)
             ax.stairs(counts / counts.sum(), bins, color="black", linestyle="--",
                       label=f"only this view, off the data (n {off['n']}, mean {off['mean']:.2f})")
-        name = view_names[entry["view"]] if entry["view"] < len(view_names) else f"view {entry['view']}"
+        name = view_label(view_names, entry["view"])
         ax.set(xlabel=f"weight of {name}", ylabel="fraction of samples", xlim=(0, 1))
         ax.legend(fontsize=8)
     fig.suptitle(f"{result['dataset']}: view weights, {int(100 * result['fraction'])}% outliers per view "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Sequence
 
@@ -61,3 +62,20 @@ def save_figure(fig, path: str | Path, *, dpi: int = 120) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
+
+
+def view_label(view_names: Sequence[str], v: int) -> str:
+    """The name of view v, or "view v" when the data set names fewer views."""
+    return view_names[v] if v < len(view_names) else f"view {v}"
+
+
+def figure_script_parser(doc: str | None, *, dataset: str) -> argparse.ArgumentParser:
+    """The arguments every figure script under experiments/ shares: --dataset, --seed,
+    --data-dir and repeatable --set KEY=VALUE config overrides (dest ``overrides``)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default=dataset)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-dir", default=None, help="where real datasets live (default: $SPECRAGE_DATA)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override (repeatable)")
+    return parser
