@@ -28,8 +28,12 @@ def _check_positive(section: str, name: str, value: float) -> None:
         raise ValueError(f"{section}.{name} must be > 0; got {value!r}")
 
 
+AUTO_WIDTHS = (0,)  # model.view_hidden value resolved from the data at fit
 ACTIVATIONS = ("relu", "leaky_relu", "tanh", "gelu", "none")
 FUSIONS = ("weighting", "average", "linear", "concat", "attention")
+OUTPUT_ROWS = ("raw", "unit")
+PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2")
+AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.defaults)
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,8 @@ class ModelConfig:
     """
 
     n_components: int = _f(0, "embedding dimension k; 0 means the number of classes")
-    view_hidden: tuple[int, ...] = _f((1024, 1024, 512), "hidden widths of every per-view MLP")
+    view_hidden: tuple[int, ...] = _f((1024, 1024, 512), "hidden widths of every per-view MLP; (0,) means "
+                                                          "resolved from the data at fit (specrage_jax.defaults)")
     hidden_activation: str = _f("leaky_relu", "view-net hidden activation: relu|leaky_relu|tanh|gelu")
     leaky_relu_slope: float = _f(0.01, "negative slope of leaky_relu")
     output_activation: str = _f("none", "view-net output activation: none (paper) | tanh (published code)")
@@ -52,14 +57,20 @@ class ModelConfig:
     fusion: str = _f("weighting", "how view outputs fuse: weighting (the paper's per-sample MLP) | average | "
                                   "linear (learned global view weights) | concat (concatenate, project to k) | "
                                   "attention (cross-view attention)")
+    output_rows: str = _f("raw", "what transform/embed return: raw (Y = Y~ R^-1, Y^T Y = m I) | unit (each row of Y "
+                                 "scaled to unit L2 norm, the Ng-Jordan-Weiss embedding that k-means and SVMs see; "
+                                 "training and R^-1 are unchanged)")
 
     def __post_init__(self) -> None:
         for name in ("hidden_activation", "output_activation", "weighting_activation"):
             _check_choice("model", name, getattr(self, name), ACTIVATIONS)
         _check_choice("model", "fusion", self.fusion, FUSIONS)
+        _check_choice("model", "output_rows", self.output_rows, OUTPUT_ROWS)
         _check_positive("model", "temperature", self.temperature)
-        if self.n_components < 0 or any(w < 1 for w in (*self.view_hidden, *self.weighting_hidden)):
-            raise ValueError("model.n_components must be >= 0 and every hidden width >= 1")
+        view_widths = () if self.view_hidden == AUTO_WIDTHS else self.view_hidden
+        if self.n_components < 0 or any(w < 1 for w in (*view_widths, *self.weighting_hidden)):
+            raise ValueError("model.n_components must be >= 0 and every hidden width >= 1 (model.view_hidden=(0,): "
+                             "resolved from the data)")
 
     @classmethod
     def paper(cls, **changes: Any) -> "ModelConfig":
@@ -79,7 +90,7 @@ class ModelConfig:
 class GraphConfig:
     """The in-batch kNN Gaussian affinity (the paper's affinity equation)."""
 
-    n_neighbors: int = _f(30, "l: neighbours per point in the kNN graph")
+    n_neighbors: int = _f(30, "l: neighbours per point in the kNN graph; 0 means resolved from the data at fit")
     scale_neighbor: int = _f(0, "the neighbour whose distance sets sigma; 0 means n_neighbors")
     scale_mode: str = _f("global", "global (median over sampled batches, fixed before training) | batch")
     scale_sample_batches: int = _f(8, "batches sampled to compute the global scale")
@@ -106,8 +117,9 @@ class GraphConfig:
             value = getattr(self, name)
             if not value >= 0 or value == float("inf"):
                 raise ValueError(f"graph.{name} must be finite and >= 0; got {value!r}")
-        if self.n_neighbors < 1 or not 0 <= self.scale_neighbor <= self.n_neighbors:
-            raise ValueError(f"graph.n_neighbors must be >= 1 and 0 <= graph.scale_neighbor <= n_neighbors; "
+        if self.n_neighbors < 0 or not 0 <= self.scale_neighbor <= (self.n_neighbors or self.scale_neighbor):
+            raise ValueError(f"graph.n_neighbors must be >= 0 (0: from the data) and 0 <= graph.scale_neighbor <= "
+                             f"n_neighbors; "
                              f"got {self.n_neighbors}, {self.scale_neighbor}")
 
     @property
@@ -134,8 +146,8 @@ class OrthoConfig:
 class TrainConfig:
     """Optimization: Adam with the paper's plateau learning-rate policy."""
 
-    epochs: int = _f(100, "maximum number of epochs")
-    batch_size: int = _f(1024, "mini-batch size m (capped at the training-set size)")
+    epochs: int = _f(100, "maximum number of epochs; 0 means resolved from the data at fit (a budget of steps)")
+    batch_size: int = _f(1024, "mini-batch size m (capped at the training-set size); 0 means resolved from the data")
     steps_per_epoch: int = _f(0, "gradient steps per epoch; 0 means ceil(n_train / m)")
     learning_rate: float = _f(1e-3, "initial Adam learning rate")
     lr_factor: float = _f(0.1, "learning-rate multiplier on a validation plateau")
@@ -146,10 +158,11 @@ class TrainConfig:
                                      "scan (no per-step host gather: the fast path on a GPU; needs in-memory views)")
 
     def __post_init__(self) -> None:
-        for name in ("batch_size", "learning_rate", "lr_factor", "min_lr"):
+        for name in ("learning_rate", "lr_factor", "min_lr"):
             _check_positive("train", name, getattr(self, name))
-        if self.epochs < 1 or self.steps_per_epoch < 0 or self.lr_patience < 0:
-            raise ValueError("train.epochs must be >= 1, train.steps_per_epoch and train.lr_patience >= 0")
+        if self.epochs < 0 or self.batch_size < 0 or self.steps_per_epoch < 0 or self.lr_patience < 0:
+            raise ValueError("train.epochs and train.batch_size must be >= 1 (0: from the data), "
+                             "train.steps_per_epoch and train.lr_patience >= 0")
 
 
 @dataclass(frozen=True)
@@ -188,10 +201,22 @@ class DataConfig:
     test_fraction: float = _f(0.2, "fraction of samples held out for testing")
     val_fraction: float = _f(0.1, "fraction of the training part used for validation")
     preprocess: str = _f("standard", "per-view feature scaling: standard | minmax | none | l2 (rows to unit "
-                                     "L2 norm) | standard_l2 (standard, then rows to unit norm)")
+                                     "L2 norm) | standard_l2 (standard, then rows to unit norm) | svd_l2 (rows to "
+                                     "unit norm, TruncatedSVD to data.svd_components, rows to unit norm) | auto "
+                                     "(per view from its statistics: svd_l2 for sparse views, else standard_l2)")
+    svd_components: int = _f(100, "dimensions kept by svd_l2 (capped below the view's width and row count)")
+    sparse_below: float = _f(0.1, "auto: a view whose fraction of nonzero entries is below this counts as sparse")
+    graph_inputs: str = _f("model", "what the kNN graph of an svd_l2 view is built on: model (the reduced rows the "
+                                    "network sees) | unreduced (its unit-norm rows before the SVD: the full cosine "
+                                    "geometry) | auto (unreduced when the whole training set is one batch, so the "
+                                    "graph is built once)")
 
     def __post_init__(self) -> None:
-        _check_choice("data", "preprocess", self.preprocess, ("standard", "minmax", "none", "l2", "standard_l2"))
+        _check_choice("data", "preprocess", self.preprocess, PREPROCESS_KINDS)
+        _check_choice("data", "graph_inputs", self.graph_inputs, ("model", "unreduced", AUTO))
+        if self.svd_components < 1 or not 0.0 <= self.sparse_below <= 1.0:
+            raise ValueError(f"data.svd_components must be >= 1 and data.sparse_below in [0, 1]; got "
+                             f"{self.svd_components}, {self.sparse_below}")
 
 
 @dataclass(frozen=True)
@@ -235,6 +260,33 @@ class ExperimentConfig:
     data: DataConfig = field(default_factory=DataConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+
+    @classmethod
+    def auto(cls) -> "ExperimentConfig":
+        """The data-aware defaults: what ``SpecRaGE()`` and ``specrage train --dataset file:PATH`` use.
+
+        The settings whose good value depends on the data are left unresolved (0, (0,), "auto")
+        and :func:`specrage_jax.defaults.resolve_defaults` fills them at fit from the data's shape
+        and statistics; the rest are fixed here: view weights held near 1/V (T = 250000, the
+        paper's InfiniteMNIST value), the embedding's rows to unit norm. The dataclass defaults
+        (``ExperimentConfig()``) are the fixed base the named presets start from.
+        """
+        base = cls()
+        return dataclasses.replace(
+            base,
+            model=dataclasses.replace(base.model, view_hidden=AUTO_WIDTHS, temperature=250000.0, output_rows="unit"),
+            graph=dataclasses.replace(base.graph, n_neighbors=0),
+            train=dataclasses.replace(base.train, epochs=0, batch_size=0),
+            data=dataclasses.replace(base.data, preprocess=AUTO, graph_inputs=AUTO),
+        )
+
+    def unresolved_fields(self) -> list[str]:
+        """The "section.field" names still waiting for the data (empty once resolved)."""
+        pending = {"model.view_hidden": self.model.view_hidden == AUTO_WIDTHS,
+                   "graph.n_neighbors": self.graph.n_neighbors == 0,
+                   "train.epochs": self.train.epochs == 0, "train.batch_size": self.train.batch_size == 0,
+                   "data.graph_inputs": self.data.graph_inputs == AUTO}
+        return [name for name, waiting in pending.items() if waiting]
 
 
 def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
@@ -285,8 +337,16 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
     }.get(dataset.split(":")[0], {})
 
 
+def has_preset(dataset: str) -> bool:
+    """Whether a dataset name has a tuned preset (file:, memmap: and unknown names do not)."""
+    return bool(_preset_changes(dataset))
+
+
 def preset(dataset: str) -> ExperimentConfig:
-    """The tuned configuration for a dataset name (the defaults for names without a preset)."""
+    """The tuned configuration for a dataset name; the data-aware defaults
+    (:meth:`ExperimentConfig.auto`) for names without a preset."""
+    if not has_preset(dataset):
+        return ExperimentConfig.auto()
     config = ExperimentConfig()
     for section, changes in _preset_changes(dataset).items():
         config = dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **changes)})

@@ -7,6 +7,8 @@ from typing import Any, Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from specrage_jax.config import OUTPUT_ROWS
+from specrage_jax.data.preprocess import unit_rows
 from specrage_jax.steps import SpecRaGEState, predict
 from specrage_jax.train import check_streamed_views, is_streamed
 from specrage_jax.validation import as_view_arrays, check_view_dims, view_presence
@@ -18,8 +20,12 @@ def embed(
     *,
     batch_size: int = 4096,
     mask: np.ndarray | None = None,
+    rows: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The fused embedding Y (n, k) and the view weights alpha (n, V) of ``views``.
+
+    ``rows``: "raw" gives Y = Y~ R^-1 as trained; "unit" each row of it scaled to unit L2 norm;
+    None (default) what the model's ``model.output_rows`` says.
 
     Every chunk is padded to exactly ``batch_size`` rows, so one compiled shape serves all
     calls; each row depends only on its own sample, so a sample gets bitwise the same row
@@ -39,25 +45,30 @@ def embed(
         was not built for; naming the sample when all its views are missing.
     """
     if is_streamed(views):
-        return embed_streamed(state, views, batch_size=batch_size, mask=mask)
+        return embed_streamed(state, views, batch_size=batch_size, mask=mask, rows=rows)
+    model = state.model()
+    output_rows = rows or model.config.output_rows
+    if output_rows not in OUTPUT_ROWS:
+        raise ValueError(f"rows must be one of {', '.join(OUTPUT_ROWS)} or None, got {rows!r}")
     arrays = as_view_arrays(views, allow_missing=True)
-    check_view_dims(arrays, state.model().view_dims)
+    check_view_dims(arrays, model.view_dims)
     present = view_presence(arrays, mask)
     arrays = [np.where(present[:, v, None], a, np.float32(0)) for v, a in enumerate(arrays)]
     n = arrays[0].shape[0]
     ys, alphas = [], []
     for start in range(0, n, batch_size):
-        rows = [a[start:start + batch_size] for a in arrays]
-        rows_mask = present[start:start + batch_size]
-        count = rows[0].shape[0]
+        chunk = [a[start:start + batch_size] for a in arrays]
+        chunk_mask = present[start:start + batch_size]
+        count = chunk[0].shape[0]
         if count < batch_size:
             pad = batch_size - count
-            rows = [np.pad(r, ((0, pad), (0, 0))) for r in rows]
-            rows_mask = np.pad(rows_mask, ((0, pad), (0, 0)), constant_values=True)
-        y, alpha = predict(state, tuple(jnp.asarray(r) for r in rows), jnp.asarray(rows_mask))
+            chunk = [np.pad(r, ((0, pad), (0, 0))) for r in chunk]
+            chunk_mask = np.pad(chunk_mask, ((0, pad), (0, 0)), constant_values=True)
+        y, alpha = predict(state, tuple(jnp.asarray(r) for r in chunk), jnp.asarray(chunk_mask))
         ys.append(np.asarray(y)[:count])
         alphas.append(np.asarray(alpha)[:count])
-    return np.concatenate(ys), np.concatenate(alphas)
+    y = np.concatenate(ys)
+    return (unit_rows(y) if output_rows == "unit" else y), np.concatenate(alphas)
 
 
 def embed_streamed(
@@ -66,6 +77,7 @@ def embed_streamed(
     *,
     batch_size: int = 4096,
     mask: np.ndarray | None = None,
+    rows: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`embed` of row sources read on demand (``rows[start:stop]`` -> float32 (m, d_v)),
     one chunk of ``batch_size`` rows at a time: Y (n, k), alpha (n, V)."""
@@ -75,9 +87,9 @@ def embed_streamed(
         raise ValueError(f"mask must have shape (n_samples, n_views) = {(n, len(views))}, got {np.shape(mask)}")
     ys, alphas = [], []
     for start in range(0, n, batch_size):
-        rows = slice(start, min(start + batch_size, n))
-        y, alpha = embed(state, [v[rows] for v in views], batch_size=batch_size,
-                         mask=None if mask is None else np.asarray(mask)[rows])
+        chunk = slice(start, min(start + batch_size, n))
+        y, alpha = embed(state, [v[chunk] for v in views], batch_size=batch_size,
+                         mask=None if mask is None else np.asarray(mask)[chunk], rows=rows)
         ys.append(y)
         alphas.append(alpha)
     return np.concatenate(ys), np.concatenate(alphas)

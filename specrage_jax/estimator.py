@@ -31,7 +31,8 @@ from threadpoolctl import threadpool_limits
 from specrage_jax.autoencoder import train_autoencoder
 from specrage_jax.checkpoint import CheckpointError, load_model, save_model, tree_from_nested
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict
-from specrage_jax.data.preprocess import ViewScaler, apply_view_scalers, fit_view_scalers, normalizes_rows
+from specrage_jax.data.preprocess import apply_view_scalers, fit_view_scalers, graph_input_views, scaler_from_tree
+from specrage_jax.defaults import DataShape, describe_preprocessing, resolve_defaults
 from specrage_jax.embed import embed
 from specrage_jax.pretrain import TrainedNet
 from specrage_jax.siamese import train_siamese
@@ -42,27 +43,37 @@ from specrage_jax.train import fit as train_fit
 from specrage_jax.validation import check_finite_view, view_presence
 from specrage_jax.views import is_view_list, multiview_input, split_views
 
-_DEFAULT = ExperimentConfig()
+_DEFAULT = ExperimentConfig.auto()
 
 
 class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     """Multi-view spectral embedding (SpecRaGE) with k-means cluster labels.
 
-    Parameters (scikit-learn names where they exist; the rest map onto ExperimentConfig):
+    Parameters (scikit-learn names where they exist; the rest map onto ExperimentConfig). The
+    defaults are data-aware (:meth:`ExperimentConfig.auto`, :mod:`specrage_jax.defaults`): every
+    parameter left at None, and ``preprocess="auto"``, is chosen at ``fit`` from the data's shape
+    and statistics; ``config_`` holds what was chosen and ``resolved_defaults_`` why. Any value
+    given explicitly is used as given.
       n_components: embedding dimension k; None means ``n_clusters`` (the paper's choice).
       n_clusters: clusters of the k-means fitted on the training embedding (``predict``).
-      n_neighbors: l, neighbours per point in the in-batch kNN graph (graph.n_neighbors).
+      n_neighbors: l, neighbours per point in the in-batch kNN graph (graph.n_neighbors); None:
+        from the expected class size.
       scale_neighbor: the neighbour whose distance sets sigma; 0 means n_neighbors.
       scale_mode: "global" (sigma fixed before training) or "batch" (per batch).
-      temperature: softmax temperature T of the per-sample view weights.
-      view_hidden, weighting_hidden: hidden widths of each view MLP and of the weighting MLP.
-      batch_size: mini-batch size m (capped at the number of training rows).
+      temperature: softmax temperature T of the per-sample view weights (default 250000: weights
+        near 1/V unless the data pushes them hard; 90 is the paper's BDGP/Handwritten value).
+      view_hidden, weighting_hidden: hidden widths of each view MLP (None: grown with n) and of
+        the weighting MLP.
+      batch_size: mini-batch size m (capped at the number of training rows); None: the whole
+        training set up to 4096 rows.
       learning_rate: initial Adam learning rate (the plateau schedule lowers it).
-      max_epochs: maximum number of epochs (train.epochs).
+      max_epochs: maximum number of epochs (train.epochs); None: a budget of gradient steps.
       validation_fraction: fraction of X held out (seeded, random) for the plateau schedule; a
         split too small for the kNN graph (e.g. 0) lets the training loss drive it.
-      preprocess: per-view scaling fitted on the training rows: "standard", "minmax", "none", "l2",
-        "standard_l2" (the last two scale each row to unit L2 norm after the feature scaling).
+      preprocess: per-view scaling fitted on the training rows: "auto" (per view: "svd_l2" for a
+        sparse view, else "standard_l2"), "standard", "minmax", "none", "l2", "standard_l2" (the
+        last two scale each row to unit L2 norm after the feature scaling), "svd_l2" (rows to unit
+        norm, TruncatedSVD to 100 dimensions, rows to unit norm).
       siamese, autoencoder: enable the Siamese-affinity and autoencoder pre-training stages.
       view_dims: widths (d_1, ..., d_V) of the views stacked in a 2-D X; None: X is one view
         (a list of views needs no view_dims).
@@ -72,7 +83,11 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
       random_state: None, an int or a RandomState; an int gives reproducible results.
       verbose: show the per-epoch progress bar.
 
-    Fitted attributes: ``state_`` (the trained SpecRaGEState), ``config_``, ``view_dims_``,
+    The embedding (``transform``) has rows of unit L2 norm by default (``model.output_rows``), the
+    normalized spectral embedding that k-means and SVMs take as it is.
+
+    Fitted attributes: ``state_`` (the trained SpecRaGEState), ``config_`` (every setting as
+    resolved), ``resolved_defaults_`` ({setting: {value, why}} of the data-aware choices), ``view_dims_``,
     ``n_features_in_`` (sum of the view widths), ``n_components_``, ``scalers_``,
     ``autoencoders_`` / ``siamese_nets_`` (per view, or None), ``history_``, ``n_iter_``
     (epochs run), ``cluster_centers_`` and ``inertia_`` (k-means on the training embedding),
@@ -88,15 +103,15 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         n_components: int | None = None,
         n_clusters: int = 8,
         *,
-        n_neighbors: int = _DEFAULT.graph.n_neighbors,
+        n_neighbors: int | None = None,
         scale_neighbor: int = _DEFAULT.graph.scale_neighbor,
         scale_mode: str = _DEFAULT.graph.scale_mode,
         temperature: float = _DEFAULT.model.temperature,
-        view_hidden: tuple[int, ...] = _DEFAULT.model.view_hidden,
+        view_hidden: tuple[int, ...] | None = None,
         weighting_hidden: tuple[int, ...] = _DEFAULT.model.weighting_hidden,
-        batch_size: int = _DEFAULT.train.batch_size,
+        batch_size: int | None = None,
         learning_rate: float = _DEFAULT.train.learning_rate,
-        max_epochs: int = _DEFAULT.train.epochs,
+        max_epochs: int | None = None,
         validation_fraction: float = _DEFAULT.data.val_fraction,
         preprocess: str = _DEFAULT.data.preprocess,
         siamese: bool = False,
@@ -148,11 +163,12 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             base,
             model=dataclasses.replace(
                 base.model, n_components=int(self.n_components or self.n_clusters), temperature=float(self.temperature),
-                view_hidden=tuple(int(w) for w in self.view_hidden),
+                view_hidden=base.model.view_hidden if self.view_hidden is None else tuple(int(w) for w in self.view_hidden),
                 weighting_hidden=tuple(int(w) for w in self.weighting_hidden)),
-            graph=dataclasses.replace(base.graph, n_neighbors=int(self.n_neighbors),
+            graph=dataclasses.replace(base.graph, n_neighbors=_auto_int(self.n_neighbors, "n_neighbors"),
                                       scale_neighbor=int(self.scale_neighbor), scale_mode=self.scale_mode),
-            train=dataclasses.replace(base.train, epochs=int(self.max_epochs), batch_size=int(self.batch_size),
+            train=dataclasses.replace(base.train, epochs=_auto_int(self.max_epochs, "max_epochs"),
+                                      batch_size=_auto_int(self.batch_size, "batch_size"),
                                       learning_rate=float(self.learning_rate), progress=bool(self.verbose)),
             siamese=dataclasses.replace(base.siamese, enabled=bool(self.siamese)),
             autoencoder=dataclasses.replace(base.autoencoder, enabled=bool(self.autoencoder)),
@@ -193,15 +209,25 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         for v, x in enumerate(views):
             check_finite_view(x, name=f"X: view {v}")
         seed = self._draw_seed()
-        train_idx, val_idx = self._split(views[0].shape[0], config, seed)
-        scalers = fit_view_scalers([x[train_idx] for x in views], config.data.preprocess)
-        inputs, autoencoders, siamese_nets, codes = _pretrain_stages(
-            apply_view_scalers(scalers, views), train_idx, config, seed)
+        train_idx, val_idx = self._split(views[0].shape[0], seed)
+        scalers = fit_view_scalers([x[train_idx] for x in views], config.data.preprocess,
+                                   svd_components=config.data.svd_components, sparse_below=config.data.sparse_below)
+        scaled = apply_view_scalers(scalers, views)
+        unreduced = graph_input_views(scalers, views)
+        config, resolved = resolve_defaults(config, DataShape(
+            views=_rows(scaled, train_idx), n_clusters=int(self.n_clusters), seed=seed,
+            unreduced_views=_rows(unreduced, train_idx)))
+        resolved.update(describe_preprocessing([s.kind for s in scalers], config.data.preprocess))
+        self._check_sizes(views[0].shape[0], len(train_idx), config)
+        inputs, autoencoders, siamese_nets, codes = _pretrain_stages(scaled, train_idx, config, seed)
+        if codes is None and config.data.graph_inputs == "unreduced":
+            codes = unreduced
         state, history = _train(inputs, codes, train_idx, val_idx, config, seed)
         embedding, _ = embed(state, inputs, batch_size=config.eval.embed_batch_size)
         centres, inertia = _kmeans_centres(embedding, self.n_clusters, config.eval.kmeans_n_init, seed)
 
         self.config_ = config
+        self.resolved_defaults_ = resolved
         self.seed_ = seed
         self.view_dims_ = tuple(int(x.shape[1]) for x in views)
         self.n_features_in_ = int(sum(self.view_dims_))
@@ -217,10 +243,14 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         self.labels_ = nearest_centre(embedding, centres)  # == predict(Xs), exactly
         return embedding
 
-    def _split(self, n: int, config: ExperimentConfig, seed: int) -> tuple[np.ndarray, np.ndarray]:
-        """(train rows, validation rows), seeded; checks the data is large enough for the graph."""
+    def _split(self, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(train rows, validation rows), seeded."""
         n_val = int(self.validation_fraction * n)
-        n_train = n - n_val
+        order = np.random.default_rng(seed).permutation(n)
+        return np.sort(order[n_val:]), np.sort(order[:n_val])
+
+    def _check_sizes(self, n: int, n_train: int, config: ExperimentConfig) -> None:
+        """Checks the data is large enough for the graph, the orthogonalization and the clusters."""
         m = min(config.train.batch_size, n_train)
         l = config.graph.n_neighbors
         if m <= l:
@@ -235,8 +265,6 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
                 f"(X has n_samples={n}); the orthogonalization needs at least n_components rows per batch")
         if self.n_clusters > n:
             raise ValueError(f"n_clusters={self.n_clusters} is larger than n_samples={n}")
-        order = np.random.default_rng(seed).permutation(n)
-        return np.sort(order[n_val:]), np.sort(order[:n_val])
 
     # --- inference ---------------------------------------------------------------------------
 
@@ -332,6 +360,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             params["random_state"] = None  # a RandomState is not JSON; seed_ records what was drawn
         metadata = {
             "estimator": type(self).__name__, "params": params, "config": config_to_dict(self.config_),
+            "resolved_defaults": getattr(self, "resolved_defaults_", {}),
             "view_dims": list(self.view_dims_), "seed": self.seed_, "inertia": self.inertia_,
             "history": self.history_.as_dict(),
             "encoder_losses": {key: [list(net.losses) for net in nets] for key, nets in
@@ -339,7 +368,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
                                if nets is not None},
         }
         extra = {
-            "scalers": {f"view_{v}": {"offset": s.offset, "scale": s.scale} for v, s in enumerate(self.scalers_)},
+            "scalers": {f"view_{v}": s.as_tree() for v, s in enumerate(self.scalers_)},
             "clusters": {"centres": self.cluster_centers_, "labels": self.labels_},
         }
         for key, nets in (("autoencoders", self.autoencoders_), ("siamese_nets", self.siamese_nets_)):
@@ -368,12 +397,11 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         extra = loaded.extra_trees
         view_dims = tuple(int(d) for d in meta["view_dims"])
         est.config_, est.seed_, est.view_dims_ = config, int(meta["seed"]), view_dims
+        est.resolved_defaults_ = dict(meta.get("resolved_defaults", {}))
         est.n_features_in_, est.n_components_ = int(sum(view_dims)), int(config.model.n_components)
-        est.scalers_ = tuple(ViewScaler(offset=np.asarray(extra["scalers"][f"view_{v}"]["offset"]),
-                                        scale=np.asarray(extra["scalers"][f"view_{v}"]["scale"]),
-                                        unit_rows=normalizes_rows(config.data.preprocess))
+        est.scalers_ = tuple(scaler_from_tree(extra["scalers"][f"view_{v}"], default_kind=config.data.preprocess)
                              for v in range(len(view_dims)))
-        in_dims: Sequence[int] = view_dims
+        in_dims: Sequence[int] = tuple(s.out_dim for s in est.scalers_)
         est.autoencoders_ = est.siamese_nets_ = None
         losses = meta.get("encoder_losses", {})
         if "autoencoders" in extra:
@@ -409,7 +437,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         if "state_" in state:
             config: ExperimentConfig = state["config_"]
             state = dict(state)
-            in_dims = state["view_dims_"]
+            in_dims = tuple(s.out_dim for s in state["scalers_"])
             if state["autoencoders_"] is not None:
                 state["autoencoders_"] = tuple(_rebuild_net("autoencoder", d, config, arrays, losses)
                                                for d, (arrays, losses) in zip(in_dims, state["autoencoders_"]))
@@ -422,6 +450,15 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
+def _auto_int(value: Any, name: str) -> int:
+    """A parameter that None leaves to the data (the config's 0) or a positive integer."""
+    if value is None:
+        return 0
+    if not (isinstance(value, numbers.Integral) and value >= 1):
+        raise ValueError(f"{name} must be None (chosen from the data) or an integer >= 1, got {value!r}")
+    return int(value)
+
 
 def nearest_centre(embedding: np.ndarray, centres: np.ndarray) -> np.ndarray:
     """Index of the nearest centre (squared Euclidean, float64) per row: (n, k), (c, k) -> (n,) int64.

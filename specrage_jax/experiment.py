@@ -41,7 +41,7 @@ from specrage_jax.checkpoint import (
 )
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict, preset
 from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
-from specrage_jax.data.preprocess import normalizes_rows
+from specrage_jax.data.preprocess import scaler_from_tree
 from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
 from specrage_jax.embed import embed
@@ -78,7 +78,8 @@ def prepare_splits(data: MultiViewData, config: ExperimentConfig, *, seed: int) 
     idx = split_indices(data.labels, seed=seed, test_fraction=config.data.test_fraction,
                         val_fraction=config.data.val_fraction)
     train, val, test = data.subset(idx.train), data.subset(idx.val), data.subset(idx.test)
-    scalers = fit_view_scalers(train.views, config.data.preprocess)
+    scalers = fit_view_scalers(train.views, config.data.preprocess, svd_components=config.data.svd_components,
+                               sparse_below=config.data.sparse_below)
     return PreparedSplits(
         train=apply_view_scalers(scalers, train.views), val=apply_view_scalers(scalers, val.views),
         test=apply_view_scalers(scalers, test.views),
@@ -259,7 +260,9 @@ def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: Experim
         "kmeans": kmeans_metrics(kmeans_y, kmeans_labels, n_clusters=n_clusters, seed=seed,
                                  n_init=config.eval.kmeans_n_init),
         "svm": svm_metrics(y_train, train_labels, y_test, splits.test_labels, seed=seed),
-        "orthogonality_error": float(orthogonality_error(y_test, config.ortho.convention)),
+        "orthogonality_error": float(orthogonality_error(
+            y_test if config.model.output_rows == "raw" else embed(state, splits.test, batch_size=batch, rows="raw")[0],
+            config.ortho.convention)),
         "mean_view_weights": [float(w) for w in alpha_test.mean(axis=0)],
     }
     if max_rows is not None:
@@ -401,8 +404,7 @@ def save_inference_model(
 ) -> Path:
     """:func:`checkpoint.save_model` of the state with the scalers' offset/scale per view and the
     autoencoders' encoder parameters, and what rebuilds them (configuration, input dims)."""
-    extra: dict[str, Any] = {"scalers": {f"view_{v}": {"offset": s.offset, "scale": s.scale}
-                                         for v, s in enumerate(scalers)}}
+    extra: dict[str, Any] = {"scalers": {f"view_{v}": s.as_tree() for v, s in enumerate(scalers)}}
     if autoencoders:
         extra["autoencoder"] = {f"view_{v}": net.state.params["encoder"] for v, net in enumerate(autoencoders)}
     metadata = {
@@ -443,13 +445,12 @@ def load_pipeline(directory: str | Path) -> InferencePipeline:
         config = config_from_dict(meta["experiment_config"])
         input_dims = tuple(int(d) for d in meta["input_dims"])
         saved = model.extra_trees.get("scalers", {})
-        scalers = tuple(ViewScaler(offset=saved[f"view_{v}"]["offset"], scale=saved[f"view_{v}"]["scale"],
-                                   unit_rows=normalizes_rows(config.data.preprocess))
+        scalers = tuple(scaler_from_tree(saved[f"view_{v}"], default_kind=config.data.preprocess)
                         for v in range(len(input_dims)))
         encoders = None
         if config.autoencoder.enabled:
-            encoders = tuple(_encoder(model.extra_trees["autoencoder"][f"view_{v}"], d, config, f"{path} view {v}")
-                             for v, d in enumerate(input_dims))
+            encoders = tuple(_encoder(model.extra_trees["autoencoder"][f"view_{v}"], s.out_dim, config,
+                                      f"{path} view {v}") for v, s in enumerate(scalers))
     except (KeyError, TypeError, ValueError) as err:
         if isinstance(err, CheckpointError):
             raise

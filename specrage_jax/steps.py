@@ -39,11 +39,14 @@ class Batch(NamedTuple):
     the views themselves. ``ortho_views`` is the batch the current R^-1 was fitted on; a
     grad_step needs it only with ``OrthoConfig.grad_through_r_inv`` (the published PyTorch
     code's semantics), to differentiate R^-1(theta) at the same value the state holds.
+    ``affinities`` (V, m, m), when given, are the batch's W^(v) computed beforehand (they do
+    not depend on the parameters): a batch used for many steps builds its graph once.
     """
 
     views: tuple[jax.Array, ...]
     codes: tuple[jax.Array, ...] | None = None
     ortho_views: tuple[jax.Array, ...] | None = None
+    affinities: jax.Array | None = None
 
     @property
     def affinity_inputs(self) -> tuple[jax.Array, ...]:
@@ -165,15 +168,20 @@ def spectral_loss(
 
     With ``graph.weight_balance`` / ``graph.weight_entropy`` > 0 the view-weight regularizers of
     :mod:`specrage_jax.ops.weights` are added (both 0 by default: the loss is Eq. 4 exactly)."""
-    affinities = batch_affinities(batch.affinity_inputs, state.view_scales, state.graph)
     y_tilde, alpha = _fuse(state, params, batch.views)
-    y = y_tilde @ r_inv
+    return _loss_of_fused(state, batch, y_tilde @ r_inv, alpha), alpha
+
+
+def _loss_of_fused(state: SpecRaGEState, batch: Batch, y: jax.Array, alpha: jax.Array) -> jax.Array:
+    """Eq. 4 (plus the optional view-weight regularizers) of the orthogonalized output y (m, k)."""
+    affinities = batch.affinities
+    if affinities is None:
+        affinities = batch_affinities(batch.affinity_inputs, state.view_scales, state.graph)
     graph = state.graph
     loss_weights = alpha if graph.weights_in_affinity else None
     loss = weighted_laplacian_loss(y, affinities, loss_weights, mass_normalized=graph.mass_normalized)
     # static coefficients: with both 0 the regularizer is the constant 0 (no terms in the graph)
-    loss = loss + view_weight_regularizer(alpha, balance=graph.weight_balance, entropy=graph.weight_entropy)
-    return loss, alpha
+    return loss + view_weight_regularizer(alpha, balance=graph.weight_balance, entropy=graph.weight_entropy)
 
 
 def _with_r_inv(state: SpecRaGEState, r_inv: jax.Array) -> SpecRaGEState:
@@ -229,6 +237,29 @@ def train_step(state: SpecRaGEState, ortho_batch: Batch, grad_batch: Batch) -> t
         r_inv = _fit_r_inv(state, params, ortho_batch.views)
         loss, alpha = spectral_loss(state, params, grad_batch, r_inv)
         return loss, (alpha, r_inv)
+
+    (loss, (alpha, r_inv)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    state = _with_r_inv(state, jax.lax.stop_gradient(r_inv))
+    return _apply_gradients(state, grads), _step_metrics(loss, alpha, grads)
+
+
+@partial(jax.jit, donate_argnums=0)
+def full_batch_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, dict[str, Any]]:
+    """``train_step(state, batch, batch)``: the orthogonalization and the gradient step on the
+    same batch (the whole training set, when it fits one step), with one forward pass.
+
+    R^-1 comes from this batch's QR and the loss is taken on the same fused output, so the
+    gradient sees R^-1(theta) with ``grad_through_r_inv`` and a constant otherwise, as in
+    :func:`train_step`. Pass ``batch.affinities`` to build the graph once for all steps.
+    """
+
+    def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+        y_tilde, alpha = _fuse(state, params, batch.views)
+        cfg = state.ortho_config
+        r_inv = orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
+        if not cfg.grad_through_r_inv:
+            r_inv = jax.lax.stop_gradient(r_inv)
+        return _loss_of_fused(state, batch, y_tilde @ r_inv, alpha), (alpha, r_inv)
 
     (loss, (alpha, r_inv)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     state = _with_r_inv(state, jax.lax.stop_gradient(r_inv))

@@ -25,7 +25,7 @@ from specrage_jax.device_epoch import EpochMetrics, put_training_data, train_epo
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
 from specrage_jax.schedule import PlateauState, plateau_update, should_stop
 from specrage_jax.sharding import check_batch_divisible, replicate, round_batch_to_devices, shard_batch
-from specrage_jax.steps import Batch, SpecRaGEState, eval_loss, train_step
+from specrage_jax.steps import Batch, SpecRaGEState, batch_affinities, eval_loss, full_batch_step, train_step
 from specrage_jax.validation import as_view_arrays, check_view_dims
 
 
@@ -263,6 +263,9 @@ def fit(
                              "from disk: load them as arrays (--stream off) or leave train.data_on_device false")
         device_data = put_training_data(train_views, train_codes, mesh)
     steps = config.steps_per_epoch or math.ceil(n / m)
+    whole_set = None
+    if m == n and mesh is None and device_data is None and not is_streamed(train_views):
+        whole_set = whole_set_batch(state, train_views, train_codes)
     start_epoch, lr, plateau, history = _starting_point(resume, config, seed=seed, batch_size=m)
     state = state.with_learning_rate(lr)
     bar = tqdm(range(start_epoch, config.epochs), desc="train", unit="epoch", disable=not config.progress,
@@ -272,7 +275,9 @@ def fit(
         grad_rng, ortho_rng = epoch_rngs(seed, epoch)
         grad_idx = batch_indices(n, m, steps, grad_rng)
         ortho_idx = batch_indices(n, m, steps, ortho_rng)
-        if device_data is None:
+        if whole_set is not None:
+            state, epoch_metrics = _whole_set_epoch(state, whole_set, steps)
+        elif device_data is None:
             state, epoch_metrics = _host_epoch(state, train_views, train_codes, ortho_idx, grad_idx, mesh)
         else:
             state, epoch_metrics = train_epoch_on_device(state, device_data, ortho_idx, grad_idx, mesh)
@@ -308,6 +313,32 @@ def fit(
         history.stop_reason = f"completed {config.epochs} epochs"
     bar.close()
     return state, history
+
+
+def whole_set_batch(state: SpecRaGEState, views: Sequence[np.ndarray],
+                    codes: Sequence[np.ndarray] | None) -> Batch:
+    """The whole training set as one Batch on the device, its kNN graph built once.
+
+    When the batch holds every training row, each step's ortho and gradient batches are the
+    same rows (their order does not change R^-1 or the loss), and the graph, which does not
+    depend on the parameters, is the same every step.
+    """
+    arrays = tuple(jnp.asarray(v) for v in views)
+    inputs = arrays if codes is None else tuple(jnp.asarray(c) for c in codes)
+    return Batch(views=arrays, affinities=_graph_of(inputs, state.view_scales, state.graph))
+
+
+_graph_of = jax.jit(batch_affinities, static_argnums=2)
+
+
+def _whole_set_epoch(state: SpecRaGEState, batch: Batch, steps: int) -> tuple[SpecRaGEState, EpochMetrics]:
+    """``steps`` full-batch steps (:func:`steps.full_batch_step`) on the whole training set."""
+    losses, weights = [], []
+    for s in range(steps):
+        state, metrics = full_batch_step(state, batch)
+        losses.append(metrics["loss"])
+        weights.append(metrics["view_weights"])
+    return state, EpochMetrics(losses=jnp.stack(losses), view_weights=jnp.stack(weights))
 
 
 def _host_epoch(

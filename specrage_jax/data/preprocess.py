@@ -1,22 +1,30 @@
-"""Per-view feature scaling, fitted on the training split and applied to every split; optionally
-each row then scaled to unit L2 norm (cosine geometry, e.g. for bag-of-words views)."""
+"""Per-view preprocessing, fitted on the training split and applied to every split.
+
+A :class:`ViewScaler` maps a view x (m, d) through up to four fitted stages, each optional:
+feature scaling ``(x - offset) / scale``, rows to unit L2 norm, a linear projection to r
+dimensions (TruncatedSVD, for sparse views), rows to unit L2 norm again. The kinds of
+``data.preprocess`` are fixed recipes of these stages; ``auto`` picks one per view from the
+view's statistics (:func:`auto_view_kind`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
+from sklearn.decomposition import TruncatedSVD
 
 from specrage_jax.validation import as_view_arrays
 
-SCALER_KINDS = ("standard", "minmax", "none", "l2", "standard_l2")
+SCALER_KINDS = ("standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "auto")
 ROW_NORMALIZING_KINDS = {"l2": "none", "standard_l2": "standard"}  # kind -> the feature scaling before it
+SPARSE_KIND, DENSE_KIND = "svd_l2", "standard_l2"  # what auto picks for sparse and for dense views
 
 
 def normalizes_rows(kind: str) -> bool:
-    """Whether a `data.preprocess` kind ends by scaling every row to unit L2 norm."""
-    return kind in ROW_NORMALIZING_KINDS
+    """Whether a fixed `data.preprocess` kind ends by scaling every row to unit L2 norm."""
+    return kind in ROW_NORMALIZING_KINDS or kind == "svd_l2"
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
@@ -25,22 +33,81 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
     return x / np.where(norms > 0, norms, 1.0)
 
 
+def fraction_nonzero(view: np.ndarray) -> float:
+    """Fraction of the entries of a view (n, d) that are nonzero (NaN counts as nonzero)."""
+    return float(np.count_nonzero(view) / max(view.size, 1))
+
+
+def auto_view_kind(view: np.ndarray, *, sparse_below: float = 0.1) -> str:
+    """The preprocessing ``auto`` gives one view (n, d): ``svd_l2`` for a sparse view (fewer
+    than ``sparse_below`` of its entries nonzero: bag-of-words, counts, graph adjacency rows),
+    where cosine geometry in a low-rank subspace is what carries the neighbourhoods;
+    ``standard_l2`` otherwise (every feature on one scale, then cosine geometry)."""
+    x = np.asarray(view)
+    return SPARSE_KIND if x.shape[1] > 1 and fraction_nonzero(x) < sparse_below else DENSE_KIND
+
+
 @dataclass(frozen=True)
 class ViewScaler:
-    """Maps a view x (m, d) to (x - offset) / scale, then, with ``unit_rows``, every row to unit
-    L2 norm; offset (d,), scale (d,) nonzero."""
+    """Maps a view x (m, d) to ``(x - offset) / scale`` (offset, scale (d,), scale nonzero);
+    then with ``unit_rows_first`` each row to unit L2 norm; then with ``components`` (d, r) the
+    projection onto them; then with ``unit_rows`` each row to unit L2 norm. ``kind`` names the
+    recipe it was fitted with."""
 
     offset: np.ndarray
     scale: np.ndarray
     unit_rows: bool = False
+    unit_rows_first: bool = False
+    components: np.ndarray | None = None
+    kind: str = ""
+
+    @property
+    def in_dim(self) -> int:
+        return int(self.offset.shape[0])
+
+    @property
+    def out_dim(self) -> int:
+        return self.in_dim if self.components is None else int(self.components.shape[1])
 
     def transform(self, x: np.ndarray) -> np.ndarray:
-        """(m, d) -> (m, d) float32."""
+        """(m, d) -> (m, out_dim) float32."""
         x = np.asarray(x)
-        if x.ndim != 2 or x.shape[1] != self.offset.shape[0]:
-            raise ValueError(f"scaler fitted on {self.offset.shape[0]} features, got an array of shape {x.shape}")
+        if x.ndim != 2 or x.shape[1] != self.in_dim:
+            raise ValueError(f"scaler fitted on {self.in_dim} features, got an array of shape {x.shape}")
         z = (x - self.offset) / self.scale
+        if self.unit_rows_first:
+            z = unit_rows(z)
+        if self.components is not None:
+            z = z @ self.components
         return (unit_rows(z) if self.unit_rows else z).astype(np.float32)
+
+    def unreduced(self, x: np.ndarray) -> np.ndarray:
+        """(m, d) -> the rows before the projection (unit norm, float32); :meth:`transform` when
+        there is no projection. What the kNN graph sees with ``data.graph_inputs=unreduced``."""
+        if self.components is None:
+            return self.transform(x)
+        z = (np.asarray(x) - self.offset) / self.scale
+        return unit_rows(z).astype(np.float32)
+
+    def as_tree(self) -> dict[str, np.ndarray]:
+        """The fitted arrays and flags as a dict of arrays (what checkpoints store)."""
+        tree = {"offset": np.asarray(self.offset), "scale": np.asarray(self.scale),
+                "flags": np.asarray([self.unit_rows, self.unit_rows_first], np.int32)}
+        if self.components is not None:
+            tree["components"] = np.asarray(self.components)
+        return tree
+
+
+def scaler_from_tree(tree: dict[str, Any], *, default_kind: str) -> ViewScaler:
+    """The scaler :meth:`ViewScaler.as_tree` stored; a record written before the flags existed
+    (offset and scale only) takes its row normalization from the run's ``data.preprocess``."""
+    offset, scale = np.asarray(tree["offset"]), np.asarray(tree["scale"])
+    if "flags" in tree:
+        unit, first = (bool(f) for f in np.asarray(tree["flags"]).ravel()[:2])
+    else:
+        unit, first = normalizes_rows(default_kind), False
+    components = np.asarray(tree["components"]) if "components" in tree else None
+    return ViewScaler(offset=offset, scale=scale, unit_rows=unit, unit_rows_first=first, components=components)
 
 
 def _nonzero_scale(scale: np.ndarray, offset: np.ndarray) -> np.ndarray:
@@ -49,11 +116,25 @@ def _nonzero_scale(scale: np.ndarray, offset: np.ndarray) -> np.ndarray:
     return np.where(constant | (scale == 0.0), 1.0, scale)
 
 
-def fit_view_scaler(view: np.ndarray, kind: str) -> ViewScaler:
+def svd_rank(n_rows: int, width: int, requested: int) -> int:
+    """Dimensions TruncatedSVD keeps: ``requested``, below the width and the row count, at least 1."""
+    return max(1, min(requested, width - 1, n_rows - 1))
+
+
+def fit_view_scaler(view: np.ndarray, kind: str, *, svd_components: int = 100, sparse_below: float = 0.1) -> ViewScaler:
     """Fits one scaler to a view (n, d); pass the training split only."""
+    if kind == "auto":
+        kind = auto_view_kind(view, sparse_below=sparse_below)
     if kind in ROW_NORMALIZING_KINDS:
-        return replace(fit_view_scaler(view, ROW_NORMALIZING_KINDS[kind]), unit_rows=True)
+        return replace(fit_view_scaler(view, ROW_NORMALIZING_KINDS[kind]), unit_rows=True, kind=kind)
     x = np.asarray(view, dtype=np.float64)
+    if kind == "svd_l2":
+        if x.shape[1] < 2 or x.shape[0] < 2:
+            return replace(fit_view_scaler(view, "l2"), kind=kind)
+        rows = unit_rows(x)
+        svd = TruncatedSVD(svd_rank(*x.shape, svd_components), algorithm="randomized", random_state=0).fit(rows)
+        return ViewScaler(offset=np.zeros(x.shape[1]), scale=np.ones(x.shape[1]), unit_rows=True,
+                          unit_rows_first=True, components=svd.components_.T.astype(np.float64), kind=kind)
     if kind == "standard":
         offset, scale = x.mean(axis=0), x.std(axis=0)
     elif kind == "minmax":
@@ -62,29 +143,42 @@ def fit_view_scaler(view: np.ndarray, kind: str) -> ViewScaler:
         offset, scale = np.zeros(x.shape[1]), np.ones(x.shape[1])
     else:
         raise ValueError(f"unknown scaler kind {kind!r}; choose one of {SCALER_KINDS}")
-    return ViewScaler(offset=offset, scale=_nonzero_scale(scale, offset))
+    return ViewScaler(offset=offset, scale=_nonzero_scale(scale, offset), kind=kind)
 
 
-def fit_view_scalers(views: Sequence[np.ndarray], kind: str) -> tuple[ViewScaler, ...]:
+def fit_view_scalers(views: Sequence[np.ndarray], kind: str, *, svd_components: int = 100,
+                     sparse_below: float = 0.1) -> tuple[ViewScaler, ...]:
     """One scaler per view (n, d_v), fitted on the views given (the caller passes the training split).
 
     kind: "standard" (zero mean, unit std), "minmax" (range [0, 1]), "none" (identity), "l2" (rows
-    to unit L2 norm) or "standard_l2" (standard, then rows to unit norm).
+    to unit L2 norm), "standard_l2" (standard, then rows to unit norm), "svd_l2" (rows to unit
+    norm, TruncatedSVD to ``svd_components`` dimensions, rows to unit norm) or "auto" (per view:
+    :func:`auto_view_kind`).
     """
     if kind not in SCALER_KINDS:
         raise ValueError(f"unknown scaler kind {kind!r}; choose one of {SCALER_KINDS}")
-    return tuple(fit_view_scaler(view, kind) for view in as_view_arrays(views, what="views to fit scalers on"))
+    return tuple(fit_view_scaler(view, kind, svd_components=svd_components, sparse_below=sparse_below)
+                 for view in as_view_arrays(views, what="views to fit scalers on"))
+
+
+def graph_input_views(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...] | None:
+    """The views as ``data.graph_inputs=unreduced`` builds their graphs (:meth:`ViewScaler.unreduced`);
+    None when no scaler projects (the graph then sees the model's inputs)."""
+    if all(s.components is None for s in scalers):
+        return None
+    arrays = as_view_arrays(views, what="views to scale")
+    return tuple(s.unreduced(x) for s, x in zip(scalers, arrays))
 
 
 def apply_view_scalers(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """Scales view v (m, d_v) with scalers[v]; returns V float32 arrays (m, d_v)."""
+    """Scales view v (m, d_v) with scalers[v]; returns V float32 arrays (m, out_dim of scalers[v])."""
     arrays = as_view_arrays(views, what="views to scale")
     if len(arrays) != len(scalers):
         raise ValueError(f"views to scale: {len(scalers)} scalers for {len(arrays)} views")
     for v, (scaler, view) in enumerate(zip(scalers, arrays)):
-        if view.shape[1] != scaler.offset.shape[0]:
+        if view.shape[1] != scaler.in_dim:
             raise ValueError(
                 f"views to scale: view {v} has {view.shape[1]} features, its scaler was fitted on "
-                f"{scaler.offset.shape[0]}"
+                f"{scaler.in_dim}"
             )
     return tuple(scaler.transform(view) for scaler, view in zip(scalers, arrays))

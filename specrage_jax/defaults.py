@@ -1,0 +1,201 @@
+"""Data-aware defaults: the settings whose good value depends on the data, resolved at fit.
+
+:meth:`ExperimentConfig.auto` leaves them unresolved (0, (0,), "auto"); :func:`resolve_defaults`
+fills each from what the training rows show (their number, the requested number of clusters,
+the views' widths) and says why. An explicit value is never touched. Per-view preprocessing
+(``data.preprocess="auto"``) is resolved where the scalers are fitted
+(:func:`specrage_jax.data.preprocess.auto_view_kind`); :func:`describe_preprocessing` reports it.
+
+The rules and the measurements behind them are in BUILD_NOTES.md ("Data-aware defaults").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+from sklearn.neighbors import NearestNeighbors
+
+from specrage_jax.baselines import sparse_gaussian_graph
+from specrage_jax.config import AUTO, AUTO_WIDTHS, ExperimentConfig
+
+FULL_BATCH_MAX = 4096  # up to this many training rows, every step sees the whole training set
+NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen among these
+DENSE_SPECTRUM_MAX_ROWS = 600  # up to here the spectrum is a dense eigvalsh, above it ARPACK
+ZERO_EIGENVALUE = 1e-8  # normalized-Laplacian eigenvalues below this count as 0 (a component)
+STEP_BUDGET = 400  # gradient steps of a run (at least; an epoch is never cut short)
+MIN_STEPS_PER_EPOCH = 10  # small sets: an "epoch" of the schedule is this many full-batch steps
+WIDTHS_BY_ROWS = ((2000, (256, 256, 128)), (20000, (512, 512, 256)))  # below n rows -> widths
+LARGE_WIDTHS = (1024, 1024, 512)  # the paper's widths, from 20000 training rows on
+
+
+@dataclass(frozen=True)
+class DataShape:
+    """What the rules look at: the model's input views on the training rows (after the per-view
+    preprocessing), V arrays (n_train, d_v), and the number of clusters asked for."""
+
+    views: tuple[np.ndarray, ...]
+    n_clusters: int
+    seed: int = 0
+    unreduced_views: tuple[np.ndarray, ...] | None = None  # graph inputs of data.graph_inputs=unreduced
+
+    @property
+    def n_train(self) -> int:
+        return int(self.views[0].shape[0])
+
+
+def full_batch_size(n_train: int) -> int:
+    """m: the whole training set while it fits one step (FULL_BATCH_MAX rows), else FULL_BATCH_MAX."""
+    return max(1, min(n_train, FULL_BATCH_MAX))
+
+
+def _bottom_normalized_spectrum(w: sp.csr_matrix, count: int) -> np.ndarray:
+    """The ``count`` smallest eigenvalues of the normalized Laplacian I - D^-1/2 W D^-1/2 of a
+    symmetric sparse graph w (n, n), ascending (isolated rows count as their own component)."""
+    degrees = np.asarray(w.sum(axis=1)).ravel()
+    inv_sqrt = np.where(degrees > 0, 1.0 / np.sqrt(np.maximum(degrees, 1e-300)), 0.0)
+    normalized = sp.diags(inv_sqrt) @ w @ sp.diags(inv_sqrt)
+    n = w.shape[0]
+    if n <= DENSE_SPECTRUM_MAX_ROWS or count >= n - 1:
+        top = np.linalg.eigvalsh(normalized.toarray())[::-1][:count]
+    else:
+        start = np.random.default_rng(0).standard_normal(n)
+        top = np.sort(sla.eigsh(normalized, k=count, which="LA", v0=start, return_eigenvectors=False,
+                                tol=1e-6, maxiter=20 * n))[::-1]
+    return np.clip(1.0 - top, 0.0, 2.0)
+
+
+def eigengap_score(spectrum: np.ndarray, n_clusters: int) -> float:
+    """lambda_{k+1} / lambda_k of a normalized-Laplacian spectrum (ascending): how cleanly the
+    graph splits into k groups. A graph with more than k components scores -inf (it splits
+    the data into fragments, not clusters); exactly k components score +inf."""
+    k = n_clusters
+    if k >= len(spectrum):
+        return -math.inf
+    if spectrum[k] <= ZERO_EIGENVALUE:
+        return -math.inf
+    return math.inf if spectrum[k - 1] <= ZERO_EIGENVALUE else float(spectrum[k] / spectrum[k - 1])
+
+
+def eigengap_neighbor_count(views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *,
+                            seed: int = 0) -> tuple[int, dict[int, float]]:
+    """(l, {candidate l: eigengap score}): the number of neighbours whose kNN graph splits a
+    batch most cleanly into ``n_clusters`` groups.
+
+    On one seeded batch of ``batch_rows`` training rows (what a training step's graph sees), the
+    mean of the views' kNN Gaussian graphs (the training rule: sigma the median distance to the
+    l-th neighbour, kernel exp(-d^2 / 2 sigma^2), (W + W^T)/2) is built for each candidate l in
+    NEIGHBOR_CANDIDATES below the batch size; the score is the relative eigengap
+    lambda_{k+1} / lambda_k of its normalized Laplacian (von Luxburg, "A tutorial on spectral
+    clustering", sec. 8.3). The largest score wins; ties go to the smaller l. Candidates whose
+    graph falls apart into more than k components are skipped. With no candidate left (tiny
+    batches), l = max(1, m // 3).
+    """
+    n = views[0].shape[0]
+    m = max(2, min(batch_rows, n))
+    rows = np.sort(np.random.default_rng([seed, 5]).choice(n, size=m, replace=False)) if m < n else np.arange(n)
+    candidates = [l for l in NEIGHBOR_CANDIDATES if l <= m - 2]
+    scores: dict[int, float] = {}
+    if candidates and n_clusters < m - 1:
+        neighbors = [_neighbor_lists(np.asarray(v, np.float64)[rows], max(candidates)) for v in views]
+        for l in candidates:
+            graphs = [sparse_gaussian_graph(d2[:, :l], idx[:, :l], sigma_neighbor=l) for d2, idx in neighbors]
+            mean_graph = sum(graphs[1:], graphs[0]) / len(graphs)
+            scores[l] = eigengap_score(_bottom_normalized_spectrum(mean_graph.tocsr(), n_clusters + 1), n_clusters)
+    usable = {l: score for l, score in scores.items() if score > -math.inf}
+    if not usable:
+        return max(1, min(m // 3, m - 1)), scores
+    best = max(usable.values())
+    return min(l for l, score in usable.items() if score == best), scores
+
+
+def _neighbor_lists(x: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:
+    """(squared distances, indices), both (m, l), of each row's l nearest other rows, nearest first."""
+    dist, idx = NearestNeighbors(n_neighbors=l, algorithm="brute").fit(x).kneighbors()
+    return np.square(dist), idx
+
+
+def hidden_widths(n_train: int) -> tuple[int, ...]:
+    """Per-view MLP widths grown with the training rows: a few hundred rows do not need (and
+    cannot fit) the paper's 1024-1024-512 nets, and the small nets keep a fit on 3,000 rows under a minute."""
+    for below, widths in WIDTHS_BY_ROWS:
+        if n_train < below:
+            return widths
+    return LARGE_WIDTHS
+
+
+def epoch_plan(n_train: int, batch_rows: int) -> tuple[int, int]:
+    """(epochs, steps_per_epoch): STEP_BUDGET gradient steps in epochs of at least
+    MIN_STEPS_PER_EPOCH steps (one pass over the data when that is longer)."""
+    steps_per_epoch = max(math.ceil(n_train / max(batch_rows, 1)), MIN_STEPS_PER_EPOCH)
+    return max(1, math.ceil(STEP_BUDGET / steps_per_epoch)), steps_per_epoch
+
+
+def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[ExperimentConfig, dict[str, Any]]:
+    """``config`` with every unresolved field filled from ``shape``, and {field: {value, why}}.
+
+    Explicit values stay as they are; a config with nothing unresolved comes back unchanged
+    with an empty record.
+    """
+    graph, train = config.graph, config.train
+    chosen: dict[str, Any] = {}
+
+    def choose(key: str, value: Any, why: str) -> Any:
+        chosen[key] = {"value": list(value) if isinstance(value, tuple) else value, "why": why}
+        return value
+
+    if train.batch_size == 0:
+        train = dataclasses.replace(train, batch_size=choose(
+            "train.batch_size", full_batch_size(shape.n_train),
+            f"the whole training set ({shape.n_train} rows) up to {FULL_BATCH_MAX} rows per step"))
+    m = min(train.batch_size, shape.n_train)
+    if config.data.graph_inputs == AUTO:
+        whole = m >= shape.n_train
+        config = dataclasses.replace(config, data=dataclasses.replace(config.data, graph_inputs=choose(
+            "data.graph_inputs", "unreduced" if whole else "model",
+            "the whole training set is one batch, so the graph of the unreduced rows is built once" if whole else
+            "mini-batches: each step's graph is built on the reduced rows")))
+    if graph.n_neighbors == 0:
+        graph_views = shape.views
+        if config.data.graph_inputs == "unreduced" and shape.unreduced_views is not None:
+            graph_views = shape.unreduced_views
+        l, scores = eigengap_neighbor_count(graph_views, shape.n_clusters, m, seed=shape.seed)
+        shown = ", ".join(f"{c}: {score:.3g}" for c, score in scores.items()) or "none fits the batch"
+        graph = dataclasses.replace(graph, n_neighbors=choose(
+            "graph.n_neighbors", l, f"the largest relative eigengap lambda_k+1 / lambda_k (k = {shape.n_clusters}) "
+                                    f"of the mean kNN graph of a {m}-row batch, by l: {shown}"))
+    if train.epochs == 0:
+        epochs, per_epoch = epoch_plan(shape.n_train, m)
+        per_epoch = train.steps_per_epoch or per_epoch
+        epochs = max(1, math.ceil(STEP_BUDGET / per_epoch))
+        train = dataclasses.replace(train, epochs=choose(
+            "train.epochs", epochs, f"a budget of {STEP_BUDGET} gradient steps in epochs of {per_epoch} steps"))
+        if train.steps_per_epoch == 0:
+            train = dataclasses.replace(train, steps_per_epoch=choose(
+                "train.steps_per_epoch", per_epoch,
+                f"one pass over the training rows, at least {MIN_STEPS_PER_EPOCH} steps"))
+    model = config.model
+    if model.view_hidden == AUTO_WIDTHS:
+        model = dataclasses.replace(model, view_hidden=choose(
+            "model.view_hidden", hidden_widths(shape.n_train), f"grown with the training rows ({shape.n_train})"))
+    resolved = dataclasses.replace(config, model=model, graph=graph, train=train)
+    return resolved, chosen
+
+
+def describe_preprocessing(kinds: Sequence[str], requested: str) -> dict[str, Any]:
+    """The record entry for ``data.preprocess``: the kind each view was given."""
+    if requested != "auto":
+        return {}
+    return {"data.preprocess": {"value": list(kinds),
+                                "why": "per view: svd_l2 where fewer than data.sparse_below of the entries are "
+                                       "nonzero, else standard_l2"}}
+
+
+def format_choices(chosen: dict[str, Any]) -> list[str]:
+    """One line per resolved setting, for logs and the CLI."""
+    return [f"{key} = {entry['value']}  ({entry['why']})" for key, entry in chosen.items()]
