@@ -204,6 +204,16 @@ def metrics_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def print_resolved_defaults(resolved: dict[str, Any]) -> None:
+    """Prints the settings chosen from the data, one line each (before training starts)."""
+    from specrage_jax.defaults import format_choices
+
+    print("settings chosen from the data (any --set value wins):")
+    for line in format_choices(resolved):
+        print(f"  {line}")
+    sys.stdout.flush()
+
+
 def stream_choice(flag: str, recorded: bool | None = None) -> bool | None:
     """--stream as run_experiment's ``stream``: on True, off False, auto the recorded choice of a
     resumed run, else None (automatic by size)."""
@@ -236,7 +246,7 @@ def check_stream_request(dataset: str, stream: bool | None, data_dir: str | None
     if not parse_dataset_name(dataset).streamable:
         raise ValueError(f"--stream on: {dataset} cannot be streamed from disk; streaming is for "
                          f"infinitemnist[:N] and memmap:DIR")
-    if config.data.preprocess != "none":
+    if config.data.preprocess not in ("none", "auto"):
         raise ValueError(f"{dataset} is streamed from disk, which needs data.preprocess=none (got "
                          f"{config.data.preprocess!r}): add --set data.preprocess=none, or --stream off")
 
@@ -288,7 +298,7 @@ def run_train(args: argparse.Namespace) -> int:
         result = run_experiment(dataset, config, seed=seed, out_dir=out, data_dir=data_dir,
                                 figure=not args.no_figure, resume=args.resume is not None,
                                 mesh=mesh if mesh.devices.size > 1 else None, stream=stream,
-                                cache_dir=args.cache_dir, eval_max_rows=max_rows)
+                                cache_dir=args.cache_dir, eval_max_rows=max_rows, report=print_resolved_defaults)
     except CheckpointError as err:
         print(f"specrage: {err}", file=sys.stderr)
         return 2

@@ -27,26 +27,30 @@ from specrage_jax.config import AUTO, AUTO_WIDTHS, ExperimentConfig
 FULL_BATCH_MAX = 4096  # up to this many training rows, every step sees the whole training set
 NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen among these
 DENSE_SPECTRUM_MAX_ROWS = 600  # up to here the spectrum is a dense eigvalsh, above it ARPACK
+CLEAR_EIGENGAP = 1.2  # a sparser graph must split the batch at least this cleanly (lambda_k+1 / lambda_k) ...
+GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
 ZERO_EIGENVALUE = 1e-8  # normalized-Laplacian eigenvalues below this count as 0 (a component)
 STEP_BUDGET = 400  # gradient steps of a run (at least; an epoch is never cut short)
 MIN_STEPS_PER_EPOCH = 10  # small sets: an "epoch" of the schedule is this many full-batch steps
-WIDTHS_BY_ROWS = ((2000, (256, 256, 128)), (20000, (512, 512, 256)))  # below n rows -> widths
-LARGE_WIDTHS = (1024, 1024, 512)  # the paper's widths, from 20000 training rows on
+WIDTHS_BY_ROWS = ((5000, (256, 256, 128)), (50000, (512, 512, 256)))  # below n rows -> widths
+LARGE_WIDTHS = (1024, 1024, 512)  # the paper's widths, from 50000 training rows on
 
 
 @dataclass(frozen=True)
 class DataShape:
     """What the rules look at: the model's input views on the training rows (after the per-view
-    preprocessing), V arrays (n_train, d_v), and the number of clusters asked for."""
+    preprocessing; all of them, or a sample when there are many), V arrays (rows, d_v), and the
+    number of clusters asked for."""
 
     views: tuple[np.ndarray, ...]
     n_clusters: int
     seed: int = 0
     unreduced_views: tuple[np.ndarray, ...] | None = None  # graph inputs of data.graph_inputs=unreduced
+    n_train: int = 0  # training rows when ``views`` hold a sample of them; 0: the rows of ``views``
 
-    @property
-    def n_train(self) -> int:
-        return int(self.views[0].shape[0])
+    def __post_init__(self) -> None:
+        if not self.n_train:
+            object.__setattr__(self, "n_train", int(self.views[0].shape[0]))
 
 
 def full_batch_size(n_train: int) -> int:
@@ -84,22 +88,26 @@ def eigengap_score(spectrum: np.ndarray, n_clusters: int) -> float:
 
 def eigengap_neighbor_count(views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *,
                             seed: int = 0) -> tuple[int, dict[int, float]]:
-    """(l, {candidate l: eigengap score}): the number of neighbours whose kNN graph splits a
-    batch most cleanly into ``n_clusters`` groups.
+    """(l, {candidate l: eigengap score}): the kNN graph's number of neighbours.
 
     On one seeded batch of ``batch_rows`` training rows (what a training step's graph sees), the
     mean of the views' kNN Gaussian graphs (the training rule: sigma the median distance to the
     l-th neighbour, kernel exp(-d^2 / 2 sigma^2), (W + W^T)/2) is built for each candidate l in
-    NEIGHBOR_CANDIDATES below the batch size; the score is the relative eigengap
+    NEIGHBOR_CANDIDATES below the batch size, and scored by the relative eigengap
     lambda_{k+1} / lambda_k of its normalized Laplacian (von Luxburg, "A tutorial on spectral
-    clustering", sec. 8.3). The largest score wins; ties go to the smaller l. Candidates whose
-    graph falls apart into more than k components are skipped. With no candidate left (tiny
-    batches), l = max(1, m // 3).
+    clustering", sec. 8.3): how cleanly it splits into k groups.
+
+    The dense graph (the largest candidate) is the default: it is connected, and steady to learn
+    from in mini-batches. A sparser graph replaces it only when the data shows a clearly cleaner
+    k-way split with it: a score of at least CLEAR_EIGENGAP, whose gap (score - 1) is at least
+    GAP_GAIN times the dense graph's; the best such score wins (ties: the larger l). Candidates
+    whose graph falls apart into more than k components are skipped. With no candidate left
+    (tiny batches), l = max(1, m // 3).
     """
     n = views[0].shape[0]
     m = max(2, min(batch_rows, n))
     rows = np.sort(np.random.default_rng([seed, 5]).choice(n, size=m, replace=False)) if m < n else np.arange(n)
-    candidates = [l for l in NEIGHBOR_CANDIDATES if l <= m - 2]
+    candidates = [l for l in NEIGHBOR_CANDIDATES if l <= m // 3]
     scores: dict[int, float] = {}
     if candidates and n_clusters < m - 1:
         neighbors = [_neighbor_lists(np.asarray(v, np.float64)[rows], max(candidates)) for v in views]
@@ -110,8 +118,13 @@ def eigengap_neighbor_count(views: Sequence[np.ndarray], n_clusters: int, batch_
     usable = {l: score for l, score in scores.items() if score > -math.inf}
     if not usable:
         return max(1, min(m // 3, m - 1)), scores
-    best = max(usable.values())
-    return min(l for l, score in usable.items() if score == best), scores
+    dense = max(usable)
+    clear = {l: score for l, score in usable.items()
+             if score >= CLEAR_EIGENGAP and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)}
+    if not clear:
+        return dense, scores
+    best = max(clear.values())
+    return max(l for l, score in clear.items() if score == best), scores
 
 
 def _neighbor_lists(x: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:

@@ -41,7 +41,8 @@ from specrage_jax.checkpoint import (
 )
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict, preset
 from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
-from specrage_jax.data.preprocess import scaler_from_tree
+from specrage_jax.data.preprocess import graph_input_views, scaler_from_tree
+from specrage_jax.defaults import FULL_BATCH_MAX, DataShape, describe_preprocessing, resolve_defaults
 from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
 from specrage_jax.embed import embed
@@ -66,6 +67,7 @@ class PreparedSplits:
     val_labels: np.ndarray
     test_labels: np.ndarray
     scalers: tuple[ViewScaler, ...] = ()
+    unreduced: tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None = None  # graph inputs (train, val)
 
 
 def prepare_splits(data: MultiViewData, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
@@ -80,11 +82,27 @@ def prepare_splits(data: MultiViewData, config: ExperimentConfig, *, seed: int) 
     train, val, test = data.subset(idx.train), data.subset(idx.val), data.subset(idx.test)
     scalers = fit_view_scalers(train.views, config.data.preprocess, svd_components=config.data.svd_components,
                                sparse_below=config.data.sparse_below)
+    unreduced_train = graph_input_views(scalers, train.views)
     return PreparedSplits(
         train=apply_view_scalers(scalers, train.views), val=apply_view_scalers(scalers, val.views),
         test=apply_view_scalers(scalers, test.views),
         train_labels=train.labels, val_labels=val.labels, test_labels=test.labels, scalers=scalers,
+        unreduced=None if unreduced_train is None else (unreduced_train, graph_input_views(scalers, val.views)),
     )
+
+
+def resolve_run_defaults(config: ExperimentConfig, splits: PreparedSplits, n_clusters: int, *,
+                         seed: int) -> tuple[ExperimentConfig, dict[str, Any]]:
+    """:func:`defaults.resolve_defaults` on a run's training split (views streamed from disk are
+    sampled: at most FULL_BATCH_MAX rows); the record names each chosen value and why."""
+    n_train = len(splits.train_labels)
+    rows = evaluation_rows(n_train, FULL_BATCH_MAX, seed=seed, stream=2)
+    sample = tuple(np.asarray(v) for v in select_rows(splits.train, rows))
+    unreduced = None if splits.unreduced is None else tuple(select_rows(splits.unreduced[0], rows))
+    resolved, chosen = resolve_defaults(config, DataShape(views=sample, n_clusters=n_clusters, seed=seed,
+                                                          unreduced_views=unreduced, n_train=n_train))
+    chosen.update(describe_preprocessing([s.kind for s in splits.scalers], config.data.preprocess))
+    return resolved, chosen
 
 
 def prepare_streamed_splits(data: StreamedViews, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
@@ -96,7 +114,7 @@ def prepare_streamed_splits(data: StreamedViews, config: ExperimentConfig, *, se
         passes over the training rows, and streamed runs take raw values (the infinitemnist
         preset's setting).
     """
-    if config.data.preprocess != "none":
+    if config.data.preprocess not in ("none", "auto"):
         raise ValueError(f"dataset {data.name!r} is streamed from disk ({data.source.directory}): "
                          f"data.preprocess={config.data.preprocess!r} is not supported for streamed data (a scaler "
                          f"fitted on the training split would need extra passes over the files); use "
@@ -105,7 +123,7 @@ def prepare_streamed_splits(data: StreamedViews, config: ExperimentConfig, *, se
                         val_fraction=config.data.val_fraction)
     (train, train_labels), (val, val_labels), (test, test_labels) = (
         data.subset(idx.train), data.subset(idx.val), data.subset(idx.test))
-    scalers = tuple(ViewScaler(offset=np.zeros(d), scale=np.ones(d)) for d in data.view_dims)
+    scalers = tuple(ViewScaler(offset=np.zeros(d), scale=np.ones(d), kind="none") for d in data.view_dims)
     return PreparedSplits(train=train, val=val, test=test, train_labels=train_labels, val_labels=val_labels,
                           test_labels=test_labels, scalers=scalers)
 
@@ -589,6 +607,7 @@ class RunOutputs:
     pretrained: PretrainResult
     y_test: np.ndarray
     alpha_test: np.ndarray
+    config: ExperimentConfig  # as resolved for the data (what the state was trained with)
 
 
 STREAM_AUTO_MIN_ROWS = 250_000  # stream infinitemnist / memmap:DIR from disk from this many samples on
@@ -610,6 +629,7 @@ def run_experiment(
     dataset: str, config: ExperimentConfig, *, seed: int, out_dir: str | Path | None = None,
     data_dir: str | None = None, figure: bool = True, resume: bool = False, mesh: Mesh | None = None,
     stream: bool | None = None, cache_dir: str | Path | None = None, eval_max_rows: int | None = STREAM_EVAL_MAX_ROWS,
+    report: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Trains and evaluates on ``dataset``; with ``out_dir`` writes metrics.json, embedding.png, the
     inference model OUT/model (``checkpoint.save_model``) and, with ``checkpoint.every_epochs`` > 0,
@@ -626,6 +646,9 @@ def run_experiment(
     encode chunk by chunk, and the evaluation subsamples at most ``eval_max_rows`` rows (None: all).
     The in-memory path (``stream`` False) is unchanged.
 
+    ``report`` receives the data-aware settings as resolved ({setting: {value, why}}) before
+    training starts (:func:`train_and_evaluate`).
+
     Returns the metrics dictionary (metrics are fractions in [0, 1]).
 
     Raises:
@@ -639,18 +662,19 @@ def run_experiment(
     if not streamed:
         data = load_dataset(dataset, seed=seed, data_dir=data_dir)
         return _run_loaded(data, dataset, config, seed=seed, out_dir=out_dir, data_dir=data_dir, figure=figure,
-                           resume=resume, mesh=mesh, start=start)
+                           resume=resume, mesh=mesh, start=start, report=report)
     data = open_streamed_dataset(dataset, seed=seed, data_dir=data_dir, cache_dir=cache_dir)
     try:
         return _run_loaded(data, dataset, config, seed=seed, out_dir=out_dir, data_dir=data_dir, figure=figure,
-                           resume=resume, mesh=mesh, start=start, eval_max_rows=eval_max_rows)
+                           resume=resume, mesh=mesh, start=start, eval_max_rows=eval_max_rows, report=report)
     finally:
         data.close()
 
 
 def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: ExperimentConfig, *, seed: int,
                 out_dir: str | Path | None, data_dir: str | None, figure: bool, resume: bool, mesh: Mesh | None,
-                start: float, eval_max_rows: int | None = None) -> dict[str, Any]:
+                start: float, eval_max_rows: int | None = None,
+                report: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """:func:`run_experiment` on loaded (or opened) data."""
     config = with_n_components(config, data.n_classes)
     out = None if out_dir is None else Path(out_dir)
@@ -668,7 +692,7 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
                    resume=resume)
     try:
         outputs = train_and_evaluate(data, config, seed=seed, dataset=dataset, ckpt_dir=ckpt_dir, resume=resume,
-                                     mesh=mesh, eval_max_rows=eval_max_rows)
+                                     mesh=mesh, eval_max_rows=eval_max_rows, report=report)
     except BaseException:
         if ckpt_dir is not None:
             _set_run_status(ckpt_dir, "failed")
@@ -678,7 +702,7 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
         out.mkdir(parents=True, exist_ok=True)
         if config.checkpoint.save_model:
             save_start = time.perf_counter()
-            save_inference_model(out / "model", outputs.state, config, scalers=outputs.pretrained.splits.scalers,
+            save_inference_model(out / "model", outputs.state, outputs.config, scalers=outputs.pretrained.splits.scalers,
                                  autoencoders=outputs.pretrained.nets.autoencoders, input_dims=data.view_dims,
                                  view_names=data.view_names, dataset=dataset, seed=seed)
             result["timing"]["model_save_seconds"] = time.perf_counter() - save_start
@@ -698,15 +722,23 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
 
 def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: int, dataset: str | None = None,
                        ckpt_dir: Path | None = None, resume: bool = False, mesh: Mesh | None = None,
-                       eval_max_rows: int | None = None) -> RunOutputs:
+                       eval_max_rows: int | None = None,
+                       report: Callable[[dict[str, Any]], None] | None = None) -> RunOutputs:
     """Split, preprocess, pre-train, train (checkpointing into ``ckpt_dir`` when given; continuing
     from it with ``resume``) and evaluate; ``config.model.n_components`` must be set. ``dataset``
     names the data in the record (default ``data.name``). ``data`` may be a ``StreamedViews``
-    (read from disk on demand); ``eval_max_rows`` then bounds the evaluation (:func:`evaluate_state`)."""
+    (read from disk on demand); ``eval_max_rows`` then bounds the evaluation (:func:`evaluate_state`).
+    Settings left to the data (:meth:`ExperimentConfig.auto`) are resolved on the training split
+    and recorded under "resolved_defaults"; ``report`` receives that record before training."""
     dataset = dataset or data.name
     splits = prepare_splits(data, config, seed=seed)
+    config, resolved = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
+    if report is not None and resolved:
+        report(resolved)
     train_start = time.perf_counter()
     pretrained = _pretrain_for_run(splits, config, seed=seed, ckpt_dir=ckpt_dir, resume=resume)
+    if pretrained.codes is None and config.data.graph_inputs == "unreduced" and splits.unreduced is not None:
+        pretrained = dataclasses.replace(pretrained, codes=SplitCodes(*splits.unreduced, test=()))
     stage_seconds = dict(pretrained.timings)
     fit_start = time.perf_counter()
     checkpointer = None
@@ -739,8 +771,10 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
         "training": {**history.as_dict(),
                      "resumed_from_epoch": None if checkpointer is None else checkpointer.resumed_from},
         "config": config_to_dict(config),
+        "resolved_defaults": resolved,
         "environment": environment_info(),
     }
     if streamed:
         result["stream"] = {"directory": str(data.source.directory), "storage_dtype": data.source.meta["dtype"]}
-    return RunOutputs(result=result, state=state, pretrained=pretrained, y_test=y_test, alpha_test=alpha_test)
+    return RunOutputs(result=result, state=state, pretrained=pretrained, y_test=y_test, alpha_test=alpha_test,
+                      config=config)

@@ -21,15 +21,39 @@ from typing import Any, NamedTuple, Sequence
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx, struct
 
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
 from specrage_jax.model import OrthoWeight, SpecRaGENet
 from specrage_jax.ops.affinity import knn_gaussian_affinity
-from specrage_jax.ops.laplacian import weighted_laplacian_loss
+from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
 from specrage_jax.ops.ortho import orthonormalizer
 from specrage_jax.ops.weights import view_weight_regularizer
+
+
+class EdgeGraph(NamedTuple):
+    """Per-view sparse graphs of one batch as padded edge lists: senders, receivers, weights,
+    each (V, E); both directions of a symmetric edge are listed, padding edges weigh 0."""
+
+    senders: jax.Array
+    receivers: jax.Array
+    weights: jax.Array
+
+
+def edge_graph(affinities: Any) -> EdgeGraph:
+    """The nonzero entries of dense per-view affinities (V, m, m) as an :class:`EdgeGraph`
+    (host-side, once per fixed batch)."""
+    dense = np.asarray(affinities)
+    per_view = [np.nonzero(w) for w in dense]
+    size = max(1, max(len(i) for i, _ in per_view))
+    senders = np.zeros((len(dense), size), np.int32)
+    receivers = np.zeros((len(dense), size), np.int32)
+    weights = np.zeros((len(dense), size), dense.dtype)
+    for v, (i, j) in enumerate(per_view):
+        senders[v, :len(i)], receivers[v, :len(i)], weights[v, :len(i)] = i, j, dense[v][i, j]
+    return EdgeGraph(jnp.asarray(senders), jnp.asarray(receivers), jnp.asarray(weights))
 
 
 class Batch(NamedTuple):
@@ -39,14 +63,15 @@ class Batch(NamedTuple):
     the views themselves. ``ortho_views`` is the batch the current R^-1 was fitted on; a
     grad_step needs it only with ``OrthoConfig.grad_through_r_inv`` (the published PyTorch
     code's semantics), to differentiate R^-1(theta) at the same value the state holds.
-    ``affinities`` (V, m, m), when given, are the batch's W^(v) computed beforehand (they do
-    not depend on the parameters): a batch used for many steps builds its graph once.
+    ``affinities`` (V, m, m) or an :class:`EdgeGraph`, when given, are the batch's W^(v)
+    computed beforehand (they do not depend on the parameters): a batch used for many steps
+    builds its graph once.
     """
 
     views: tuple[jax.Array, ...]
     codes: tuple[jax.Array, ...] | None = None
     ortho_views: tuple[jax.Array, ...] | None = None
-    affinities: jax.Array | None = None
+    affinities: jax.Array | EdgeGraph | None = None
 
     @property
     def affinity_inputs(self) -> tuple[jax.Array, ...]:
@@ -179,7 +204,11 @@ def _loss_of_fused(state: SpecRaGEState, batch: Batch, y: jax.Array, alpha: jax.
         affinities = batch_affinities(batch.affinity_inputs, state.view_scales, state.graph)
     graph = state.graph
     loss_weights = alpha if graph.weights_in_affinity else None
-    loss = weighted_laplacian_loss(y, affinities, loss_weights, mass_normalized=graph.mass_normalized)
+    if isinstance(affinities, EdgeGraph):
+        loss = edge_laplacian_loss(y, affinities.senders, affinities.receivers, affinities.weights, loss_weights,
+                                   mass_normalized=graph.mass_normalized)
+    else:
+        loss = weighted_laplacian_loss(y, affinities, loss_weights, mass_normalized=graph.mass_normalized)
     # static coefficients: with both 0 the regularizer is the constant 0 (no terms in the graph)
     return loss + view_weight_regularizer(alpha, balance=graph.weight_balance, entropy=graph.weight_entropy)
 

@@ -25,7 +25,8 @@ from specrage_jax.device_epoch import EpochMetrics, put_training_data, train_epo
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
 from specrage_jax.schedule import PlateauState, plateau_update, should_stop
 from specrage_jax.sharding import check_batch_divisible, replicate, round_batch_to_devices, shard_batch
-from specrage_jax.steps import Batch, SpecRaGEState, batch_affinities, eval_loss, full_batch_step, train_step
+from specrage_jax.steps import (Batch, SpecRaGEState, batch_affinities, edge_graph, eval_loss, full_batch_step,
+                                train_step)
 from specrage_jax.validation import as_view_arrays, check_view_dims
 
 
@@ -151,7 +152,7 @@ def estimate_view_scales(
     scales = []
     for v, x in enumerate(codes):
         dists = []
-        for _ in range(graph.scale_sample_batches):
+        for _ in range(1 if m >= n else graph.scale_sample_batches):
             idx = rng.choice(n, size=m, replace=False)
             knn_d2, _ = nearest_neighbors(pairwise_sq_distances(jnp.asarray(x[idx])), graph.n_neighbors,
                                           include_self=graph.include_self)
@@ -325,7 +326,7 @@ def whole_set_batch(state: SpecRaGEState, views: Sequence[np.ndarray],
     """
     arrays = tuple(jnp.asarray(v) for v in views)
     inputs = arrays if codes is None else tuple(jnp.asarray(c) for c in codes)
-    return Batch(views=arrays, affinities=_graph_of(inputs, state.view_scales, state.graph))
+    return Batch(views=arrays, affinities=edge_graph(_graph_of(inputs, state.view_scales, state.graph)))
 
 
 _graph_of = jax.jit(batch_affinities, static_argnums=2)
