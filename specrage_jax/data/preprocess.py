@@ -42,9 +42,12 @@ def auto_view_kind(view: np.ndarray, *, sparse_below: float = 0.1) -> str:
     """The preprocessing ``auto`` gives one view (n, d): ``svd_l2`` for a sparse view (fewer
     than ``sparse_below`` of its entries nonzero: bag-of-words, counts, graph adjacency rows),
     where cosine geometry in a low-rank subspace is what carries the neighbourhoods;
-    ``standard_l2`` otherwise (every feature on one scale, then cosine geometry)."""
+    ``standard_l2`` otherwise (every feature on one scale, then cosine geometry); ``standard`` for
+    a view of one feature, whose rows at unit norm would all be +-1."""
     x = np.asarray(view)
-    return SPARSE_KIND if x.shape[1] > 1 and fraction_nonzero(x) < sparse_below else DENSE_KIND
+    if x.shape[1] < 2:
+        return "standard"
+    return SPARSE_KIND if fraction_nonzero(x) < sparse_below else DENSE_KIND
 
 
 @dataclass(frozen=True)
