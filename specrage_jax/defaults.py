@@ -44,16 +44,19 @@ LARGE_WIDTHS = (1024, 1024, 512)  # the paper's widths, from 50000 training rows
 class DataShape:
     """What the rules look at: the model's input views on the training rows (after the per-view
     preprocessing; all of them, or a sample when there are many), V arrays (rows, d_v), and the
-    number of clusters asked for."""
+    number of clusters asked for. Only the choice of l reads the rows; without it ``views`` may
+    be None with ``n_train`` given."""
 
-    views: tuple[np.ndarray, ...]
+    views: tuple[np.ndarray, ...] | None
     n_clusters: int
     seed: int = 0
     unreduced_views: tuple[np.ndarray, ...] | None = None  # graph inputs of data.graph_inputs=unreduced
-    n_train: int = 0  # training rows when ``views`` hold a sample of them; 0: the rows of ``views``
+    n_train: int = 0  # training rows when ``views`` hold a sample of them (or None); 0: the rows of ``views``
 
     def __post_init__(self) -> None:
         if not self.n_train:
+            if self.views is None:
+                raise ValueError("DataShape needs the training views or n_train")
             object.__setattr__(self, "n_train", int(self.views[0].shape[0]))
 
 
@@ -119,16 +122,24 @@ def eigengap_neighbor_count(views: Sequence[np.ndarray], n_clusters: int, batch_
             graphs = [sparse_gaussian_graph(d2[:, :l], idx[:, :l], sigma_neighbor=l) for d2, idx in neighbors]
             mean_graph = sum(graphs[1:], graphs[0]) / len(graphs)
             scores[l] = eigengap_score(_bottom_normalized_spectrum(mean_graph.tocsr(), n_clusters + 1), n_clusters)
+    l = choose_neighbor_count(scores)
+    return (max(1, min(m // 3, m - 1)) if l is None else l), scores
+
+
+def choose_neighbor_count(scores: dict[int, float]) -> int | None:
+    """The rule of :func:`eigengap_neighbor_count` on {candidate l: eigengap score}: the largest
+    usable l, unless a smaller one scores at least CLEAR_EIGENGAP with a gap GAP_GAIN times the
+    dense graph's (the best such, ties to the larger l). None when no candidate is usable."""
     usable = {l: score for l, score in scores.items() if score > -math.inf}
     if not usable:
-        return max(1, min(m // 3, m - 1)), scores
+        return None
     dense = max(usable)
     clear = {l: score for l, score in usable.items()
              if score >= CLEAR_EIGENGAP and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)}
     if not clear:
-        return dense, scores
+        return dense
     best = max(clear.values())
-    return max(l for l, score in clear.items() if score == best), scores
+    return max(l for l, score in clear.items() if score == best)
 
 
 def _neighbor_lists(x: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:
@@ -181,6 +192,8 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             "the whole training set is one batch, so the graph of the unreduced rows is built once" if whole else
             "mini-batches: each step's graph is built on the reduced rows")))
     if graph.n_neighbors == 0:
+        if shape.views is None:
+            raise ValueError("graph.n_neighbors=0 (from the data) needs the training views in DataShape")
         graph_views = shape.views
         if config.data.graph_inputs == "unreduced" and shape.unreduced_views is not None:
             graph_views = shape.unreduced_views

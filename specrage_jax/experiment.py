@@ -95,13 +95,20 @@ def resolve_run_defaults(config: ExperimentConfig, splits: PreparedSplits, n_clu
                          seed: int) -> tuple[ExperimentConfig, dict[str, Any]]:
     """:func:`defaults.resolve_defaults` on a run's training split (views streamed from disk are
     sampled: at most FULL_BATCH_MAX rows); the record names each chosen value and why."""
+    described = describe_preprocessing([s.kind for s in splits.scalers], config.data.preprocess)
+    if not config.unresolved_fields():
+        return config, described
     n_train = len(splits.train_labels)
-    rows = evaluation_rows(n_train, FULL_BATCH_MAX, seed=seed, stream=2)
-    sample = tuple(np.asarray(v) for v in select_rows(splits.train, rows))
-    unreduced = None if splits.unreduced is None else tuple(select_rows(splits.unreduced[0], rows))
+    sample = unreduced = None
+    if config.graph.n_neighbors == 0:  # the only rule that looks at the rows themselves
+        rows = evaluation_rows(n_train, FULL_BATCH_MAX, seed=seed, stream=2)
+        if rows is None and is_streamed(splits.train):
+            rows = np.arange(n_train)
+        sample = tuple(np.asarray(v if rows is None else v[rows]) for v in splits.train)  # x[idx] reads streamed rows
+        unreduced = None if splits.unreduced is None else tuple(select_rows(splits.unreduced[0], rows))
     resolved, chosen = resolve_defaults(config, DataShape(views=sample, n_clusters=n_clusters, seed=seed,
                                                           unreduced_views=unreduced, n_train=n_train))
-    chosen.update(describe_preprocessing([s.kind for s in splits.scalers], config.data.preprocess))
+    chosen.update(described)
     return resolved, chosen
 
 
@@ -219,8 +226,19 @@ def prepare_run(dataset: str, *, seed: int, data_dir: str | None = None, overrid
     """Loads `dataset` (unless `data` is given), applies its preset + overrides, splits, pre-trains."""
     data = load_dataset(dataset, seed=seed, data_dir=data_dir) if data is None else data
     config = preset_config(dataset, data.n_classes, overrides)
-    splits, codes, stages = pretrain(prepare_splits(data, config, seed=seed), config, seed=seed)
-    return PreparedRun(data=data, config=config, splits=splits, codes=codes, stages=stages)
+    splits = prepare_splits(data, config, seed=seed)
+    config, _ = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
+    pretrained, codes, stages = pretrain(splits, config, seed=seed)
+    return PreparedRun(data=data, config=config, splits=pretrained, codes=unreduced_codes(config, splits, codes),
+                       stages=stages)
+
+
+def unreduced_codes(config: ExperimentConfig, splits: PreparedSplits, codes: SplitCodes | None) -> SplitCodes | None:
+    """The affinity inputs of a run: the Siamese codes when there are any, else with
+    ``data.graph_inputs=unreduced`` the views' rows before their SVD projection, else None."""
+    if codes is None and config.data.graph_inputs == "unreduced" and splits.unreduced is not None:
+        return SplitCodes(*splits.unreduced, test=())
+    return codes
 
 
 def train_on_splits(
@@ -737,8 +755,7 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
         report(resolved)
     train_start = time.perf_counter()
     pretrained = _pretrain_for_run(splits, config, seed=seed, ckpt_dir=ckpt_dir, resume=resume)
-    if pretrained.codes is None and config.data.graph_inputs == "unreduced" and splits.unreduced is not None:
-        pretrained = dataclasses.replace(pretrained, codes=SplitCodes(*splits.unreduced, test=()))
+    pretrained = dataclasses.replace(pretrained, codes=unreduced_codes(config, splits, pretrained.codes))
     stage_seconds = dict(pretrained.timings)
     fit_start = time.perf_counter()
     checkpointer = None

@@ -57,7 +57,7 @@ FIT_CASES = {
     "every view constant": ([np.ones((40, 3)), np.zeros((40, 2))], {}, "X: every view is constant on the training rows"),
     "bad validation_fraction": (GOOD, {"validation_fraction": 1.5}, r"validation_fraction must be in \[0, 1\)"),
     "bad n_clusters": (GOOD, {"n_clusters": 0}, "n_clusters must be an integer >= 1"),
-    "bad preprocess": (GOOD, {"preprocess": "zscore"}, "data.preprocess must be one of standard, minmax, none"),
+    "bad preprocess": (GOOD, {"preprocess": "zscore"}, "data.preprocess must be one of auto, standard, minmax, none"),
     "bad override": (GOOD, {"config_overrides": ["train.epochs"]}, "--set expects section.field=value"),
 }
 

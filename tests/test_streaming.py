@@ -297,7 +297,8 @@ def test_stream_switch(tmp_path):
         open_streamed_dataset("blobs")
     data = open_streamed_dataset(f"memmap:{folder}")
     with pytest.raises(ValueError, match="data.preprocess='standard' is not supported"):
-        prepare_splits(data, preset(f"memmap:{folder}"), seed=0)
+        prepare_splits(data, apply_overrides(preset(f"memmap:{folder}"), ["data.preprocess=standard"]), seed=0)
+    assert prepare_splits(data, preset(f"memmap:{folder}"), seed=0).scalers[0].kind == "none"  # auto: raw values
     data.close()
 
 
@@ -305,7 +306,7 @@ def test_cli_stream_flags(tmp_path, capsys):
     folder = write_dataset(tmp_path / "d", n=300)
     out = tmp_path / "run"
     args = ["train", "--dataset", f"memmap:{folder}", "--out", str(out), "--quiet", "--no-figure", "--stream", "on"]
-    assert main(args) == 2
+    assert main(args + ["--set", "data.preprocess=standard"]) == 2
     assert "data.preprocess=none" in capsys.readouterr().err
     assert main(["train", "--dataset", "blobs", "--stream", "on", "--out", str(out)]) == 2
     assert "cannot be streamed" in capsys.readouterr().err

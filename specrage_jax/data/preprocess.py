@@ -43,9 +43,10 @@ def auto_view_kind(view: np.ndarray, *, sparse_below: float = 0.1) -> str:
     than ``sparse_below`` of its entries nonzero: bag-of-words, counts, graph adjacency rows),
     where cosine geometry in a low-rank subspace is what carries the neighbourhoods;
     ``standard_l2`` otherwise (every feature on one scale, then cosine geometry); ``standard`` for
-    a view of one feature, whose rows at unit norm would all be +-1."""
+    a view of one feature, whose rows at unit norm would all be +-1, and for a constant view
+    (no geometry to keep)."""
     x = np.asarray(view)
-    if x.shape[1] < 2:
+    if x.shape[1] < 2 or x.shape[0] < 2 or np.ptp(x, axis=0).max() == 0:
         return "standard"
     return SPARSE_KIND if fraction_nonzero(x) < sparse_below else DENSE_KIND
 
