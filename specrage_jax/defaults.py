@@ -160,11 +160,11 @@ def hidden_widths(n_train: int) -> tuple[int, ...]:
     return LARGE_WIDTHS
 
 
-def epoch_plan(n_train: int, batch_rows: int) -> tuple[int, int]:
-    """(epochs, steps_per_epoch): STEP_BUDGET gradient steps in epochs of at least
-    MIN_STEPS_PER_EPOCH steps (one pass over the data when that is longer)."""
-    steps_per_epoch = max(math.ceil(n_train / max(batch_rows, 1)), MIN_STEPS_PER_EPOCH)
-    return max(1, math.ceil(STEP_BUDGET / steps_per_epoch)), steps_per_epoch
+def epoch_plan(n_train: int, batch_rows: int, steps_per_epoch: int = 0) -> tuple[int, int]:
+    """(epochs, steps_per_epoch): STEP_BUDGET gradient steps in epochs of ``steps_per_epoch``
+    steps (0: one pass over the data, at least MIN_STEPS_PER_EPOCH steps)."""
+    per_epoch = steps_per_epoch or max(math.ceil(n_train / max(batch_rows, 1)), MIN_STEPS_PER_EPOCH)
+    return max(1, math.ceil(STEP_BUDGET / per_epoch)), per_epoch
 
 
 def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[ExperimentConfig, dict[str, Any]]:
@@ -203,9 +203,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             "graph.n_neighbors", l, f"the largest relative eigengap lambda_k+1 / lambda_k (k = {shape.n_clusters}) "
                                     f"of the mean kNN graph of a {m}-row batch, by l: {shown}"))
     if train.epochs == 0:
-        epochs, per_epoch = epoch_plan(shape.n_train, m)
-        per_epoch = train.steps_per_epoch or per_epoch
-        epochs = max(1, math.ceil(STEP_BUDGET / per_epoch))
+        epochs, per_epoch = epoch_plan(shape.n_train, m, train.steps_per_epoch)
         train = dataclasses.replace(train, epochs=choose(
             "train.epochs", epochs, f"a budget of {STEP_BUDGET} gradient steps in epochs of {per_epoch} steps"))
         if train.steps_per_epoch == 0:

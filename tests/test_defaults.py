@@ -229,3 +229,26 @@ def test_defaults_cluster_webkb_above_its_naive_baseline():
     predicted = KMeans(n_clusters=4, n_init=10, random_state=0).fit_predict(embedding)
     assert clustering_accuracy(data.labels, predicted) >= 0.677
     assert np.bincount(predicted, minlength=4).max() < 0.8 * len(predicted)  # no collapse
+
+
+def test_cli_resolves_prints_and_records_the_defaults_of_a_file_dataset(tmp_path, capsys):
+    from specrage_jax.cli import main
+    from specrage_jax.experiment import load_pipeline
+
+    x, labels = clustered(180, 3, 6, seed=11)
+    path = tmp_path / "mine.npz"
+    np.savez(path, view_0=x, view_1=sparse_counts(180, 120, seed=11), labels=labels)
+    out = tmp_path / "run"
+    assert main(["train", "--dataset", f"file:{path}", "--out", str(out), "--quiet", "--no-figure",
+                 "--set", "train.epochs=2", "--set", "checkpoint.every_epochs=0"]) == 0
+    printed = capsys.readouterr().out
+    assert "settings chosen from the data" in printed and "graph.n_neighbors = " in printed
+    metrics = json.loads((out / "metrics.json").read_text())
+    resolved = metrics["resolved_defaults"]
+    assert resolved["data.preprocess"]["value"] == ["standard_l2", "svd_l2"]
+    assert metrics["config"]["graph"]["n_neighbors"] == resolved["graph.n_neighbors"]["value"] > 0
+    assert metrics["config"]["train"]["epochs"] == 2 and "train.epochs" not in resolved  # explicit wins
+    pipeline = load_pipeline(out)
+    assert pipeline.scalers[0].components is None and pipeline.scalers[1].components is not None
+    y, _ = pipeline.transform([x, sparse_counts(180, 120, seed=11)])
+    np.testing.assert_allclose(np.linalg.norm(y, axis=1), 1.0, rtol=1e-5)
