@@ -53,6 +53,7 @@ def test_auto_picks_svd_for_sparse_views_and_standard_l2_for_dense_ones():
     assert auto_view_kind(counts) == "svd_l2"
     assert auto_view_kind(dense) == "standard_l2"
     assert auto_view_kind(dense[:, :1]) == "standard"  # one feature: unit rows would all be +-1
+    assert auto_view_kind(np.zeros((120, 30))) == "standard"  # a constant view: nothing to reduce
     assert auto_view_kind(counts, sparse_below=0.01) == "standard_l2"  # the threshold is a setting
 
 
@@ -188,10 +189,15 @@ def test_full_batch_step_equals_train_step_on_the_same_batch(through):
     reference, _ = train_step(make(), Batch(views=views), Batch(views=views, ortho_views=views if through else None))
     batch = Batch(views=views, affinities=edge_graph(batch_affinities(views, jnp.ones(2), graph)))
     fused, metrics = full_batch_step(make(), batch)
+    _, reference_metrics = train_step(make(), Batch(views=views),
+                                      Batch(views=views, ortho_views=views if through else None))
+    np.testing.assert_allclose(metrics["loss"], reference_metrics["loss"], rtol=1e-5)
+    np.testing.assert_allclose(metrics["grad_norm"], reference_metrics["grad_norm"], rtol=1e-4)
     np.testing.assert_allclose(fused.r_inv, reference.r_inv, rtol=1e-4, atol=1e-5)
+    # Adam's first step moves each parameter by about lr * sign(g): where g is near 0 that sign
+    # follows the rounding of the two (equal) sums, so parameters agree to a fraction of lr.
     for a, b in zip(jax.tree.leaves(fused.params), jax.tree.leaves(reference.params)):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
-    assert np.isfinite(float(metrics["loss"]))
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-2 * 1e-3)
 
 
 # --- end to end ----------------------------------------------------------------------------------
