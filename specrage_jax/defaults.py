@@ -200,8 +200,9 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
         l, scores = eigengap_neighbor_count(graph_views, shape.n_clusters, m, seed=shape.seed)
         shown = ", ".join(f"{c}: {score:.3g}" for c, score in scores.items()) or "none fits the batch"
         graph = dataclasses.replace(graph, n_neighbors=choose(
-            "graph.n_neighbors", l, f"the largest relative eigengap lambda_k+1 / lambda_k (k = {shape.n_clusters}) "
-                                    f"of the mean kNN graph of a {m}-row batch, by l: {shown}"))
+            "graph.n_neighbors", l, f"the densest graph unless a sparser one splits a {m}-row batch clearly cleaner "
+                                    f"(relative eigengap lambda_k+1 / lambda_k, k = {shape.n_clusters}, >= "
+                                    f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap); scores by l: {shown}"))
     if train.epochs == 0:
         epochs, per_epoch = epoch_plan(shape.n_train, m, train.steps_per_epoch)
         train = dataclasses.replace(train, epochs=choose(
@@ -213,7 +214,9 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
     model = config.model
     if model.view_hidden == AUTO_WIDTHS:
         model = dataclasses.replace(model, view_hidden=choose(
-            "model.view_hidden", hidden_widths(shape.n_train), f"grown with the training rows ({shape.n_train})"))
+            "model.view_hidden", hidden_widths(shape.n_train),
+            f"by training rows ({shape.n_train}): 512-512-256 below 1500, 256-256-128 while the whole set is one "
+            f"batch (a step grows with n x width^2), 512-512-256 with mini-batches, 1024-1024-512 from 50000"))
     resolved = dataclasses.replace(config, model=model, graph=graph, train=train)
     return resolved, chosen
 
