@@ -35,7 +35,8 @@ from specrage_jax.ops.weights import view_weight_regularizer
 
 class EdgeGraph(NamedTuple):
     """Per-view sparse graphs of one batch as padded edge lists: senders, receivers, weights,
-    each (V, E); both directions of a symmetric edge are listed, padding edges weigh 0."""
+    each (V, E); padding edges weigh 0. The loss sums w_e ||y_i - y_j||^2 over the listed edges,
+    so a pair may be listed once with the weight of both directions."""
 
     senders: jax.Array
     receivers: jax.Array
@@ -43,10 +44,12 @@ class EdgeGraph(NamedTuple):
 
 
 def edge_graph(affinities: Any) -> EdgeGraph:
-    """The nonzero entries of dense per-view affinities (V, m, m) as an :class:`EdgeGraph`
-    (host-side, once per fixed batch)."""
+    """Dense per-view affinities (V, m, m) as an :class:`EdgeGraph` (host-side, once per fixed
+    batch): each unordered pair i < j once, weighted W_ij + W_ji, which leaves
+    sum_ij W_ij ||y_i - y_j||^2 and the edge mass unchanged (the diagonal is zero) at half the edges."""
     dense = np.asarray(affinities)
-    per_view = [np.nonzero(w) for w in dense]
+    dense = dense + np.swapaxes(dense, 1, 2)
+    per_view = [np.nonzero(np.triu(w, k=1)) for w in dense]
     size = max(1, max(len(i) for i, _ in per_view))
     senders = np.zeros((len(dense), size), np.int32)
     receivers = np.zeros((len(dense), size), np.int32)

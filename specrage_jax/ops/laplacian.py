@@ -104,8 +104,9 @@ def edge_laplacian_loss(
 ) -> jax.Array:
     """:func:`weighted_laplacian_loss` of graphs given as edge lists (the same value, in O(E k)).
 
-    1/(m^2 V) sum_v sum_e W_e alpha_iv alpha_jv ||y_i - y_j||^2 over each view's directed edges
-    e = (i -> j); a symmetric graph lists both directions. Padding edges have weight 0.
+    1/(m^2 V) sum_v sum_e W_e alpha_iv alpha_jv ||y_i - y_j||^2 over each view's listed edges
+    e = (i, j): every ordered pair with its W_ij, or (half the work) each unordered pair once with
+    W_ij + W_ji. Padding edges have weight 0.
 
     Args:
       y: (m, k) orthogonalized fused output.
