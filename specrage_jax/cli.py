@@ -44,12 +44,19 @@ def config_help() -> str:
     return "\n".join(lines)
 
 
+def _version() -> str:
+    import specrage_jax
+
+    return specrage_jax.__version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="specrage",
         description="SpecRaGE in JAX/Flax: multi-view spectral representation learning "
                     "(fused, orthogonal, parametric embeddings with per-sample view weights).",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     train = commands.add_parser(
         "train", help="train on a dataset, evaluate on its test split, write metrics.json and embedding.png",

@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import numpy as np
+import pytest
 
 from specrage_jax.baselines import mean_laplacian_eigenvectors
 from specrage_jax.cli import main
@@ -87,3 +88,11 @@ def test_dataset_smaller_than_batch_trains():
     assert history.steps == 5
     assert int(state.step) == 5
     assert all(np.isfinite(r.train_loss) for r in history.epochs)
+
+
+def test_cli_version(capsys):
+    import specrage_jax
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"specrage {specrage_jax.__version__}"
