@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config field, e.g. --set graph.n_neighbors=15 (repeatable)")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument("--debug", action="store_true",
+                       help="on a data or settings error, show the Python traceback instead of one line")
     train.add_argument("--print-config", action="store_true", help="print the resolved configuration and exit")
     train.add_argument("--no-figure", action="store_true", help="do not draw DIR/embedding.png")
     train.add_argument("--devices", type=int, default=None, metavar="N",
@@ -221,6 +223,11 @@ def print_resolved_defaults(resolved: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def one_line(err: BaseException) -> str:
+    """An exception's message on one line (what the CLI prints for an expected failure)."""
+    return " ".join(str(err).split()) or type(err).__name__
+
+
 def stream_choice(flag: str, recorded: bool | None = None) -> bool | None:
     """--stream as run_experiment's ``stream``: on True, off False, auto the recorded choice of a
     resumed run, else None (automatic by size)."""
@@ -259,8 +266,6 @@ def check_stream_request(dataset: str, stream: bool | None, data_dir: str | None
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from specrage_jax.checkpoint import CheckpointError
-
     try:
         stream = stream_choice(args.stream)
         max_rows = eval_max_rows(args.eval_max_rows)
@@ -306,8 +311,10 @@ def run_train(args: argparse.Namespace) -> int:
                                 figure=not args.no_figure, resume=args.resume is not None,
                                 mesh=mesh if mesh.devices.size > 1 else None, stream=stream,
                                 cache_dir=args.cache_dir, eval_max_rows=max_rows, report=print_resolved_defaults)
-    except CheckpointError as err:
-        print(f"specrage: {err}", file=sys.stderr)
+    except (ValueError, FileNotFoundError, FloatingPointError) as err:  # bad data or settings; CheckpointError too
+        if args.debug:
+            raise
+        print(f"specrage: {one_line(err)} (--debug shows the traceback)", file=sys.stderr)
         return 2
     print(metrics_table(result))
     resumed = result["training"].get("resumed_from_epoch")
