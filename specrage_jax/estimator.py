@@ -40,7 +40,7 @@ from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
 from specrage_jax.steps import SpecRaGEState, create_state
 from specrage_jax.train import History, estimate_view_scales, validation_loss
 from specrage_jax.train import fit as train_fit
-from specrage_jax.validation import check_finite_view, view_presence
+from specrage_jax.validation import check_finite_view, check_training_sizes, view_presence
 from specrage_jax.views import is_view_list, multiview_input, split_views
 
 _DEFAULT = ExperimentConfig.auto()
@@ -251,20 +251,9 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
 
     def _check_sizes(self, n: int, n_train: int, config: ExperimentConfig) -> None:
         """Checks the data is large enough for the graph, the orthogonalization and the clusters."""
-        m = min(config.train.batch_size, n_train)
-        l = config.graph.n_neighbors
-        if m <= l:
-            raise ValueError(
-                f"n_neighbors={l} needs batches of more than {l} samples, but the batch holds "
-                f"m = min(batch_size={config.train.batch_size}, training rows={n_train}) = {m} "
-                f"(X has n_samples={n}, validation_fraction={self.validation_fraction}); "
-                f"lower n_neighbors or pass more samples")
-        if config.model.n_components > m:
-            raise ValueError(
-                f"n_components={config.model.n_components} is larger than the batch of m={m} samples "
-                f"(X has n_samples={n}); the orthogonalization needs at least n_components rows per batch")
-        if self.n_clusters > n:
-            raise ValueError(f"n_clusters={self.n_clusters} is larger than n_samples={n}")
+        check_training_sizes(n_samples=n, n_train=n_train, batch_size=config.train.batch_size,
+                             n_neighbors=config.graph.n_neighbors, n_components=config.model.n_components,
+                             n_clusters=int(self.n_clusters), extra=f", validation_fraction={self.validation_fraction}")
 
     # --- inference ---------------------------------------------------------------------------
 

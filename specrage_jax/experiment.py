@@ -53,7 +53,7 @@ from specrage_jax.siamese import train_siamese
 from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
 from specrage_jax.steps import SpecRaGEState, create_state
 from specrage_jax.train import History, estimate_view_scales, fit, is_streamed
-from specrage_jax.validation import as_view_arrays
+from specrage_jax.validation import as_view_arrays, check_training_sizes
 
 
 @dataclass(frozen=True)
@@ -751,6 +751,10 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
     dataset = dataset or data.name
     splits = prepare_splits(data, config, seed=seed)
     config, resolved = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
+    check_training_sizes(n_samples=len(data.labels), n_train=len(splits.train_labels),
+                         batch_size=config.train.batch_size, n_neighbors=config.graph.n_neighbors,
+                         n_components=config.model.n_components, n_clusters=data.n_classes,
+                         n_test=len(splits.test_labels), what=f"dataset {dataset!r}")
     if report is not None and resolved:
         report(resolved)
     train_start = time.perf_counter()

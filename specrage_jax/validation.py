@@ -162,3 +162,30 @@ def check_label_shape(labels: np.ndarray, n_samples: int, *, what: str) -> np.nd
     if array.shape[0] != n_samples:
         raise ValueError(f"{what}: {array.shape[0]} labels for {n_samples} samples")
     return array
+
+
+def check_training_sizes(*, n_samples: int, n_train: int, batch_size: int, n_neighbors: int, n_components: int,
+                         n_clusters: int, n_test: int | None = None, what: str = "X", extra: str = "") -> None:
+    """Before any training: the data is large enough for the kNN graph, the orthogonalization
+    and the clusters. The estimator and the CLI both call this.
+
+    Raises:
+      ValueError: naming the setting, the sizes and the fix.
+    """
+    m = min(batch_size, n_train)
+    context = f"{what} has n_samples={n_samples}{extra}"
+    if m <= n_neighbors:
+        raise ValueError(
+            f"n_neighbors={n_neighbors} needs batches of more than {n_neighbors} samples, but the batch holds "
+            f"m = min(batch_size={batch_size}, training rows={n_train}) = {m} ({context}); lower n_neighbors "
+            f"(graph.n_neighbors) below {m}, or pass more samples")
+    if n_components > m:
+        raise ValueError(
+            f"n_components={n_components} is larger than the batch of m={m} samples ({context}); the "
+            f"orthogonalization needs at least n_components rows per batch: lower n_components "
+            f"(model.n_components) to at most {m}")
+    if n_clusters > n_samples:
+        raise ValueError(f"n_clusters={n_clusters} is larger than n_samples={n_samples}")
+    if n_test is not None and n_clusters > n_test:
+        raise ValueError(f"the test split has {n_test} samples, fewer than the {n_clusters} clusters k-means must "
+                         f"find on it: raise data.test_fraction or pass more samples")

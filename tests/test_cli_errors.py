@@ -31,6 +31,8 @@ def _write_cases(folder: Path) -> dict[str, tuple[list[str], str]]:
         "one sample": ([f"file:{folder / 'one.npz'}"], "1 samples"),
         ".mat without views": ([f"file:{folder / 'noviews.mat'}"], "no views"),
         "unknown --set field": ([f"file:{good}", "--set", "model.no_such_field=1"], "no_such_field"),
+        "n_components above the batch": ([f"file:{good}", "--set", "model.n_components=500"],
+                                         "n_components=500 is larger than the batch"),
     }
 
 
@@ -47,7 +49,7 @@ def cases(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", ["missing file", "different sample counts", "NaN features", "one sample",
-                                  ".mat without views", "unknown --set field"])
+                                  ".mat without views", "unknown --set field", "n_components above the batch"])
 def test_expected_failures_end_with_one_line_and_exit_2(cases, name):
     folder, table = cases
     args, fragment = table[name]
@@ -56,6 +58,7 @@ def test_expected_failures_end_with_one_line_and_exit_2(cases, name):
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert len(lines) == 1 and lines[0].startswith("specrage: ") and fragment in lines[0], done.stderr
+    assert not (folder / "run" / "metrics.json").exists()  # refused before training, nothing written
 
 
 def test_debug_shows_the_traceback(cases):
