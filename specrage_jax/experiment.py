@@ -41,7 +41,7 @@ from specrage_jax.checkpoint import (
 )
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict, preset
 from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
-from specrage_jax.data.preprocess import graph_input_views, scaler_from_tree
+from specrage_jax.data.preprocess import graph_input_views, scaler_from_tree, unit_rows
 from specrage_jax.defaults import FULL_BATCH_MAX, DataShape, describe_preprocessing, resolve_defaults
 from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
@@ -288,7 +288,8 @@ def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: Experim
     kmeans_rows = evaluation_rows(n_test, max_rows, seed=seed, stream=1)
     y_train, _ = embed(state, select_rows(splits.train, svm_rows), batch_size=batch)
     train_labels = splits.train_labels if svm_rows is None else splits.train_labels[svm_rows]
-    y_test, alpha_test = embed(state, splits.test, batch_size=batch)
+    y_test_raw, alpha_test = embed(state, splits.test, batch_size=batch, rows="raw")
+    y_test = unit_rows(y_test_raw) if config.model.output_rows == "unit" else y_test_raw  # what embed() returns
     kmeans_y, kmeans_labels = (y_test, splits.test_labels) if kmeans_rows is None else (
         y_test[kmeans_rows], splits.test_labels[kmeans_rows])
     n_clusters = int(max(splits.train_labels.max(), splits.test_labels.max()) + 1)
@@ -296,9 +297,7 @@ def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: Experim
         "kmeans": kmeans_metrics(kmeans_y, kmeans_labels, n_clusters=n_clusters, seed=seed,
                                  n_init=config.eval.kmeans_n_init),
         "svm": svm_metrics(y_train, train_labels, y_test, splits.test_labels, seed=seed),
-        "orthogonality_error": float(orthogonality_error(
-            y_test if config.model.output_rows == "raw" else embed(state, splits.test, batch_size=batch, rows="raw")[0],
-            config.ortho.convention)),
+        "orthogonality_error": float(orthogonality_error(y_test_raw, config.ortho.convention)),
         "mean_view_weights": [float(w) for w in alpha_test.mean(axis=0)],
     }
     if max_rows is not None:
