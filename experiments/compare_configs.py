@@ -32,7 +32,7 @@ def main() -> None:
     splits, codes, stages = pretrain(splits, config, seed=args.seed)
     state, history = train_on_splits(splits, config, seed=args.seed, codes=codes)
     seconds = time.perf_counter() - start
-    test, _, _ = evaluate_state(state, splits, config, seed=args.seed)
+    test = evaluate_state(state, splits, config, seed=args.seed).metrics
     k = config.model.n_components
     acc = {name: kmeans_metrics(embed(state, views)[0], labels, n_clusters=k, seed=args.seed)["acc"]
            for name, views, labels in (("val", splits.val, splits.val_labels),

@@ -65,7 +65,7 @@ def run_seed(dataset: str, overrides: list[str], seed: int, data_dir: str | None
     splits, codes, stages = pretrain(splits, config, seed=seed)
     state, history = train_on_splits(splits, config, seed=seed, codes=codes)
     train_seconds = time.perf_counter() - start
-    test, _, _ = evaluate_state(state, splits, config, seed=seed)
+    test = evaluate_state(state, splits, config, seed=seed).metrics
     y_val, _ = embed(state, splits.val)
     k = config.model.n_components
     graph_inputs = splits.test if codes is None else codes.test

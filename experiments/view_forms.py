@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> dict:
     reference = spectral_reference([v[rows] for v in splits.val], graph, config.model.n_components,
                                    codes=None if codes is None else [c[rows] for c in codes.val])
     y, alpha = embed(state, reference.views)
-    metrics, _, _ = evaluate_state(state, splits, config, seed=args.seed)
+    metrics = evaluate_state(state, splits, config, seed=args.seed).metrics
     result = {
         "dataset": args.dataset, "seed": args.seed, "k": config.model.n_components, "overrides": args.overrides,
         "reference_rows": rows.stop, "reference_n_neighbors": graph.n_neighbors,

@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> dict:
     if not np.array_equal(data.labels[test_rows], splits.test_labels):
         raise RuntimeError("the test rows do not match prepare_splits' test split")
     state, history = train_on_splits(splits, config, seed=args.seed, codes=codes)
-    metrics, _, alpha = evaluate_state(state, splits, config, seed=args.seed)
+    evaluation = evaluate_state(state, splits, config, seed=args.seed)
+    metrics, alpha = evaluation.metrics, evaluation.alpha_test
     test_mask = contaminated.mask[test_rows]
     inside = np.stack([inside_clean_data(np.asarray(x), ~contaminated.mask[:, v], test_rows)
                        for v, x in enumerate(contaminated.views)], axis=1) & test_mask

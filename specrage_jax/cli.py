@@ -210,6 +210,8 @@ def metrics_table(result: dict) -> str:
     weights = ", ".join(f"{w:.2f}" for w in test["mean_view_weights"])
     lines += ["-" * 30, f"mean view weights      {weights}",
               f"train time             {result['timing']['train_seconds']:.1f} s ({result['training']['steps']} steps)"]
+    problems = result["test"]["health"]["problems"]
+    lines.append(f"embedding health       {'ok' if not problems else f'{len(problems)} problem(s), see the warnings'}")
     return "\n".join(lines)
 
 
@@ -317,6 +319,8 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"specrage: {one_line(err)} (--debug shows the traceback)", file=sys.stderr)
         return 2
     print(metrics_table(result))
+    for problem in result["test"]["health"]["problems"]:
+        print(f"specrage: warning: {problem}", file=sys.stderr)
     resumed = result["training"].get("resumed_from_epoch")
     if resumed is not None:
         print(f"resumed from the checkpoint after epoch {resumed}")

@@ -31,9 +31,12 @@ from threadpoolctl import threadpool_limits
 from specrage_jax.autoencoder import train_autoencoder
 from specrage_jax.checkpoint import CheckpointError, load_model, save_model, tree_from_nested
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict
-from specrage_jax.data.preprocess import apply_view_scalers, fit_view_scalers, graph_input_views, scaler_from_tree
+from specrage_jax.data.preprocess import (
+    apply_view_scalers, fit_view_scalers, graph_input_views, scaler_from_tree, unit_rows,
+)
 from specrage_jax.defaults import DataShape, describe_preprocessing, resolve_defaults
 from specrage_jax.embed import embed
+from specrage_jax.health import DegenerateEmbeddingWarning, HealthReport, embedding_problems
 from specrage_jax.pretrain import TrainedNet
 from specrage_jax.siamese import train_siamese
 from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
@@ -91,7 +94,10 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
     ``n_features_in_`` (sum of the view widths), ``n_components_``, ``scalers_``,
     ``autoencoders_`` / ``siamese_nets_`` (per view, or None), ``history_``, ``n_iter_``
     (epochs run), ``cluster_centers_`` and ``inertia_`` (k-means on the training embedding),
-    ``labels_`` (nearest centre of each training sample, as ``predict``), ``seed_``.
+    ``labels_`` (nearest centre of each training sample, as ``predict``), ``seed_``, ``health_``
+    (:class:`~specrage_jax.health.HealthReport` of the training embedding; a degenerate one, e.g.
+    not orthogonal or nearly all rows in one cluster, also raises a
+    :class:`~specrage_jax.health.DegenerateEmbeddingWarning` at fit).
 
     Missing views (transform, predict, view_weights): a view given as an all-NaN row for a
     sample, or marked False in ``mask`` (n, V), is left out of that sample's fusion (weight 0,
@@ -223,8 +229,13 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         if codes is None and config.data.graph_inputs == "unreduced":
             codes = unreduced
         state, history = _train(inputs, codes, train_idx, val_idx, config, seed)
-        embedding, _ = embed(state, inputs, batch_size=config.eval.embed_batch_size)
+        raw, _ = embed(state, inputs, batch_size=config.eval.embed_batch_size, rows="raw")
+        embedding = unit_rows(raw) if config.model.output_rows == "unit" else raw  # what transform() returns
         centres, inertia = _kmeans_centres(embedding, self.n_clusters, config.eval.kmeans_n_init, seed)
+        labels = nearest_centre(embedding, centres)  # == predict(Xs), exactly
+        health = embedding_problems(raw, labels, int(self.n_clusters), convention=config.ortho.convention)
+        for problem in health.problems:
+            warnings.warn(f"SpecRaGE: {problem}", DegenerateEmbeddingWarning, stacklevel=3)
 
         self.config_ = config
         self.resolved_defaults_ = resolved
@@ -240,7 +251,8 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         self.n_iter_ = len(history.epochs)
         self.cluster_centers_ = centres
         self.inertia_ = inertia
-        self.labels_ = nearest_centre(embedding, centres)  # == predict(Xs), exactly
+        self.labels_ = labels
+        self.health_ = health
         return embedding
 
     def _split(self, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -351,6 +363,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             "estimator": type(self).__name__, "params": params, "config": config_to_dict(self.config_),
             "resolved_defaults": getattr(self, "resolved_defaults_", {}),
             "view_dims": list(self.view_dims_), "seed": self.seed_, "inertia": self.inertia_,
+            "health": None if getattr(self, "health_", None) is None else self.health_.as_dict(),
             "history": self.history_.as_dict(),
             "encoder_losses": {key: [list(net.losses) for net in nets] for key, nets in
                                (("autoencoders", self.autoencoders_), ("siamese_nets", self.siamese_nets_))
@@ -408,6 +421,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         est.cluster_centers_ = np.asarray(extra["clusters"]["centres"], np.float32)
         est.labels_ = np.asarray(extra["clusters"]["labels"], np.int64)
         est.inertia_ = float(meta["inertia"])
+        est.health_ = None if meta.get("health") is None else HealthReport.from_dict(meta["health"])
         return est
 
     # --- pickling: store plain arrays + configs, rebuild the networks on load -----------------
@@ -480,12 +494,8 @@ def _pretrain_stages(
 
 def _train(inputs: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, train_idx: np.ndarray,
            val_idx: np.ndarray, config: ExperimentConfig, seed: int) -> tuple[SpecRaGEState, History]:
-    """Global sigmas, a fresh state and train.fit on the training rows, validated on val_idx.
-
-    An empty validation split still needs a well-formed array: one training row stands in, which
-    is too small for the kNN graph, so train.fit monitors the training loss (its documented rule).
-    """
-    val_idx = val_idx if val_idx.size else train_idx[:1]
+    """Global sigmas, a fresh state and train.fit on the training rows, validated on val_idx
+    (none or too few for the kNN graph: train.fit monitors the training loss)."""
     if all(_constant_views(_rows(inputs, train_idx))):
         raise ValueError("X: every view is constant on the training rows; there is no geometry to embed")
     train_codes = _rows(codes, train_idx)

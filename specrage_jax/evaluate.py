@@ -57,19 +57,33 @@ def clustering_accuracy(labels_true: np.ndarray, labels_pred: np.ndarray) -> flo
     return float(contingency[rows, cols].sum() / labels_true.shape[0])
 
 
-def kmeans_metrics(
-    embedding: np.ndarray, labels: np.ndarray, *, n_clusters: int, seed: int, n_init: int = 10
-) -> dict[str, float]:
-    """k-means on embedding (n, k) scored against labels (n,): {"acc", "nmi", "ari"}."""
-    embedding, labels = _check_embedding(embedding, labels, what="embedding")
+def kmeans_clusters(
+    embedding: np.ndarray, *, n_clusters: int, seed: int, n_init: int = 10
+) -> tuple[np.ndarray, np.ndarray]:
+    """k-means on embedding (n, k): (cluster labels (n,), centres (n_clusters, k))."""
+    embedding = np.asarray(embedding)
     if not 1 <= n_clusters <= embedding.shape[0]:
         raise ValueError(f"n_clusters must be in 1..{embedding.shape[0]} (the number of samples), got {n_clusters}")
-    predicted = KMeans(n_clusters=n_clusters, random_state=seed, n_init=n_init).fit_predict(embedding)
+    kmeans = KMeans(n_clusters=n_clusters, random_state=seed, n_init=n_init).fit(embedding)
+    return kmeans.labels_, kmeans.cluster_centers_
+
+
+def cluster_scores(labels: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    """Clusters predicted (n,) scored against labels (n,): {"acc", "nmi", "ari"}."""
     return {
         "acc": clustering_accuracy(labels, predicted),
         "nmi": float(normalized_mutual_info_score(labels, predicted, average_method="arithmetic")),
         "ari": float(adjusted_rand_score(labels, predicted)),
     }
+
+
+def kmeans_metrics(
+    embedding: np.ndarray, labels: np.ndarray, *, n_clusters: int, seed: int, n_init: int = 10
+) -> dict[str, float]:
+    """k-means on embedding (n, k) scored against labels (n,): {"acc", "nmi", "ari"}."""
+    embedding, labels = _check_embedding(embedding, labels, what="embedding")
+    predicted, _ = kmeans_clusters(embedding, n_clusters=n_clusters, seed=seed, n_init=n_init)
+    return cluster_scores(labels, predicted)
 
 
 def svm_metrics(

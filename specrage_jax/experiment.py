@@ -46,8 +46,8 @@ from specrage_jax.defaults import FULL_BATCH_MAX, DataShape, describe_preprocess
 from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
 from specrage_jax.embed import embed
-from specrage_jax.evaluate import kmeans_metrics, svm_metrics
-from specrage_jax.ops.ortho import orthogonality_error
+from specrage_jax.evaluate import cluster_scores, kmeans_clusters, svm_metrics
+from specrage_jax.health import HealthReport, embedding_problems
 from specrage_jax.pretrain import NetState, TrainedNet
 from specrage_jax.siamese import train_siamese
 from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
@@ -79,15 +79,20 @@ def prepare_splits(data: MultiViewData, config: ExperimentConfig, *, seed: int) 
         return prepare_streamed_splits(data, config, seed=seed)
     idx = split_indices(data.labels, seed=seed, test_fraction=config.data.test_fraction,
                         val_fraction=config.data.val_fraction)
-    train, val, test = data.subset(idx.train), data.subset(idx.val), data.subset(idx.test)
+    train, test = data.subset(idx.train), data.subset(idx.test)
+    if idx.val.size:  # data.val_fraction=0 leaves no validation rows: the training loss drives the schedule
+        val = data.subset(idx.val)
+        val_views, val_labels = val.views, val.labels
+    else:
+        val_views, val_labels = tuple(np.zeros((0, d), np.float32) for d in data.view_dims), data.labels[:0]
     scalers = fit_view_scalers(train.views, config.data.preprocess, svd_components=config.data.svd_components,
                                sparse_below=config.data.sparse_below)
     unreduced_train = graph_input_views(scalers, train.views)
     return PreparedSplits(
-        train=apply_view_scalers(scalers, train.views), val=apply_view_scalers(scalers, val.views),
+        train=apply_view_scalers(scalers, train.views), val=apply_view_scalers(scalers, val_views),
         test=apply_view_scalers(scalers, test.views),
-        train_labels=train.labels, val_labels=val.labels, test_labels=test.labels, scalers=scalers,
-        unreduced=None if unreduced_train is None else (unreduced_train, graph_input_views(scalers, val.views)),
+        train_labels=train.labels, val_labels=val_labels, test_labels=test.labels, scalers=scalers,
+        unreduced=None if unreduced_train is None else (unreduced_train, graph_input_views(scalers, val_views)),
     )
 
 
@@ -272,10 +277,23 @@ def train_on_splits(
                mesh=mesh, on_epoch_end=on_epoch_end)
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """What :func:`evaluate_state` measured: the test metrics (JSON-ready), the test embedding
+    (n_test, k) as ``embed`` returns it, the view weights (n_test, V), the k-means centres found
+    on the test embedding (n_clusters, k) and the embedding's health (:mod:`specrage_jax.health`)."""
+
+    metrics: dict[str, Any]
+    y_test: np.ndarray
+    alpha_test: np.ndarray
+    centres: np.ndarray
+    health: HealthReport
+
+
 def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: ExperimentConfig, *, seed: int,
-                   max_rows: int | None = None) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
-    """Test metrics (k-means on the test embedding; SVM trained on train, scored on test),
-    plus the test embedding (n_test, k) and view weights (n_test, V).
+                   max_rows: int | None = None) -> Evaluation:
+    """Test metrics (k-means on the test embedding; SVM trained on train, scored on test) and the
+    embedding's health (recorded under "health": orthogonality, spread, largest cluster, problems).
 
     ``max_rows`` (streamed runs) bounds the evaluation: k-means runs on at most that many seeded
     random test rows and the SVM trains on at most that many training rows (so only those are
@@ -290,21 +308,24 @@ def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: Experim
     train_labels = splits.train_labels if svm_rows is None else splits.train_labels[svm_rows]
     y_test_raw, alpha_test = embed(state, splits.test, batch_size=batch, rows="raw")
     y_test = unit_rows(y_test_raw) if config.model.output_rows == "unit" else y_test_raw  # what embed() returns
-    kmeans_y, kmeans_labels = (y_test, splits.test_labels) if kmeans_rows is None else (
-        y_test[kmeans_rows], splits.test_labels[kmeans_rows])
+    rows = slice(None) if kmeans_rows is None else kmeans_rows
+    kmeans_labels = splits.test_labels[rows]
     n_clusters = int(max(splits.train_labels.max(), splits.test_labels.max()) + 1)
+    predicted, centres = kmeans_clusters(y_test[rows], n_clusters=n_clusters, seed=seed,
+                                         n_init=config.eval.kmeans_n_init)
+    health = embedding_problems(y_test_raw[rows], predicted, n_clusters, convention=config.ortho.convention)
     metrics = {
-        "kmeans": kmeans_metrics(kmeans_y, kmeans_labels, n_clusters=n_clusters, seed=seed,
-                                 n_init=config.eval.kmeans_n_init),
+        "kmeans": cluster_scores(kmeans_labels, predicted),
         "svm": svm_metrics(y_train, train_labels, y_test, splits.test_labels, seed=seed),
-        "orthogonality_error": float(orthogonality_error(y_test_raw, config.ortho.convention)),
+        "orthogonality_error": health.orthogonality_error,
         "mean_view_weights": [float(w) for w in alpha_test.mean(axis=0)],
+        "health": health.as_dict(),
     }
     if max_rows is not None:
         metrics["eval_rows"] = {"max_rows": int(max_rows), "kmeans_test_rows": len(kmeans_labels),
                                 "svm_train_rows": len(train_labels), "svm_test_rows": n_test,
                                 "subsample_seed": [seed, EVAL_SUBSAMPLE_STREAM]}
-    return metrics, y_test, alpha_test
+    return Evaluation(metrics=metrics, y_test=y_test, alpha_test=alpha_test, centres=centres, health=health)
 
 
 EVAL_SUBSAMPLE_STREAM = 7  # np.random.default_rng([seed, 7, 0 (SVM train) | 1 (k-means test)])
@@ -616,14 +637,13 @@ def _pretrain_for_run(splits: PreparedSplits, config: ExperimentConfig, *, seed:
 @dataclass(frozen=True)
 class RunOutputs:
     """What one training run produced: the metrics record, the trained state, the pre-training
-    result (splits after the autoencoders, nets), and the test embedding (n_test, k) with its
-    view weights (n_test, V)."""
+    result (splits after the autoencoders, nets), and the test evaluation (embedding, view
+    weights, k-means centres, health)."""
 
     result: dict[str, Any]
     state: SpecRaGEState
     pretrained: PretrainResult
-    y_test: np.ndarray
-    alpha_test: np.ndarray
+    evaluation: Evaluation
     config: ExperimentConfig  # as resolved for the data (what the state was trained with)
 
 
@@ -728,7 +748,8 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
         if figure:
             from specrage_jax.plots import plot_embedding
 
-            plot_embedding(outputs.y_test, outputs.pretrained.splits.test_labels, outputs.alpha_test,
+            plot_embedding(outputs.evaluation.y_test, outputs.pretrained.splits.test_labels,
+                           outputs.evaluation.alpha_test,
                            out / "embedding.png", title=dataset, view_names=data.view_names)
     else:
         result["timing"]["total_seconds"] = time.perf_counter() - start
@@ -779,14 +800,14 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
     train_seconds = time.perf_counter() - train_start
     eval_start = time.perf_counter()
     streamed = isinstance(data, StreamedViews)
-    test_metrics, y_test, alpha_test = evaluate_state(state, pretrained.splits, config, seed=seed,
+    evaluation = evaluate_state(state, pretrained.splits, config, seed=seed,
                                                       max_rows=eval_max_rows if streamed else None)
     ps = pretrained.splits
     result: dict[str, Any] = {
         "dataset": dataset, "seed": seed,
         "n_samples": {"train": len(ps.train_labels), "val": len(ps.val_labels), "test": len(ps.test_labels)},
         "view_dims": list(data.view_dims),
-        "test": test_metrics,
+        "test": evaluation.metrics,
         "timing": {"train_seconds": train_seconds, **stage_seconds, "eval_seconds": time.perf_counter() - eval_start},
         "training": {**history.as_dict(),
                      "resumed_from_epoch": None if checkpointer is None else checkpointer.resumed_from},
@@ -796,5 +817,5 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
     }
     if streamed:
         result["stream"] = {"directory": str(data.source.directory), "storage_dtype": data.source.meta["dtype"]}
-    return RunOutputs(result=result, state=state, pretrained=pretrained, y_test=y_test, alpha_test=alpha_test,
+    return RunOutputs(result=result, state=state, pretrained=pretrained, evaluation=evaluation,
                       config=config)

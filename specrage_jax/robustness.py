@@ -158,7 +158,8 @@ def evaluate_specrage(splits: PreparedSplits, codes: SplitCodes | None, config: 
     """Trains SpecRaGE on the splits; test k-means metrics and the mean view weights of the
     contaminated / clean test rows (test_mask (n_test, V) bool)."""
     state, history = train_on_splits(splits, config, seed=seed, codes=codes)
-    metrics, _, alpha = evaluate_state(state, splits, config, seed=seed)
+    evaluation = evaluate_state(state, splits, config, seed=seed)
+    metrics, alpha = evaluation.metrics, evaluation.alpha_test
     hit = test_mask.any(axis=1)
     return {**metrics["kmeans"], "steps": history.steps, "mean_view_weights": metrics["mean_view_weights"],
             "weights_contaminated_rows": mean_weights(alpha, hit), "weights_clean_rows": mean_weights(alpha, ~hit)}

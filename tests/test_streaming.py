@@ -239,8 +239,8 @@ def test_streamed_embeddings_equal_in_memory_without_autoencoder(tmp_path):
     streamed_data = open_streamed_dataset(name)
     b = train_and_evaluate(streamed_data, config, seed=2)
     assert isinstance(b.pretrained.splits.train[0], MemmapRows)
-    np.testing.assert_array_equal(b.y_test, a.y_test)  # the same rows in the same order: bitwise equal
-    np.testing.assert_array_equal(b.alpha_test, a.alpha_test)
+    np.testing.assert_array_equal(b.evaluation.y_test, a.evaluation.y_test)  # the same rows in the same order: bitwise equal
+    np.testing.assert_array_equal(b.evaluation.alpha_test, a.evaluation.alpha_test)
     assert_same_run(a.result, b.result)
     streamed_data.close()
 

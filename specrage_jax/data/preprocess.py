@@ -170,13 +170,21 @@ def graph_input_views(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]
     None when no scaler projects (the graph then sees the model's inputs)."""
     if all(s.components is None for s in scalers):
         return None
-    arrays = as_view_arrays(views, what="views to scale")
+    arrays = _views_to_scale(scalers, views)
     return tuple(s.unreduced(x) for s, x in zip(scalers, arrays))
+
+
+def _views_to_scale(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The views checked (:func:`validation.as_view_arrays`); an empty split (every view with no
+    rows, e.g. no validation rows) passes as (0, in_dim) arrays."""
+    if len(views) == len(scalers) and all(np.ndim(x) == 2 and np.shape(x)[0] == 0 for x in views):
+        return tuple(np.zeros((0, s.in_dim), np.float32) for s in scalers)
+    return as_view_arrays(views, what="views to scale")
 
 
 def apply_view_scalers(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
     """Scales view v (m, d_v) with scalers[v]; returns V float32 arrays (m, out_dim of scalers[v])."""
-    arrays = as_view_arrays(views, what="views to scale")
+    arrays = _views_to_scale(scalers, views)
     if len(arrays) != len(scalers):
         raise ValueError(f"views to scale: {len(scalers)} scalers for {len(arrays)} views")
     for v, (scaler, view) in enumerate(zip(scalers, arrays)):
