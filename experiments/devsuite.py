@@ -72,7 +72,8 @@ def run_devsuite_dataset(path: Path, baselines: dict[str, Any], seed: int, overr
     best_name, best = max(baselines["baselines"].items(), key=lambda item: item[1]["ACC"])
     return {"protocol": "all rows", "n": len(data.labels), "k": k, "view_dims": list(data.view_dims),
             "fit_seconds": seconds, **scores, "baseline": {"name": best_name, "ACC": best["ACC"], "NMI": best["NMI"]},
-            "ratio": scores["ACC"] / best["ACC"], "resolved": estimator.resolved_defaults_}
+            "ratio": scores["ACC"] / best["ACC"], "resolved": estimator.resolved_defaults_,
+            "health": estimator.health_.as_dict()}
 
 
 def run_paper_dataset(data: MultiViewData, seed: int, overrides: Sequence[str]) -> dict[str, Any]:
@@ -85,7 +86,7 @@ def run_paper_dataset(data: MultiViewData, seed: int, overrides: Sequence[str]) 
     return {"protocol": "test split", "n": len(data.labels), "n_fit": len(fit_rows), "n_test": len(idx.test), "k": k,
             "view_dims": list(data.view_dims), "fit_seconds": seconds, **scores,
             "target_ACC": PAPER_DATASETS[data.name.lower()] if data.name.lower() in PAPER_DATASETS else None,
-            "resolved": estimator.resolved_defaults_}
+            "resolved": estimator.resolved_defaults_, "health": estimator.health_.as_dict()}
 
 
 def load_paper_dataset(name: str, data_dir: str, seed: int) -> MultiViewData:

@@ -461,7 +461,23 @@ def save_model(
 
 
 def load_model(directory: str | Path, *, extra_templates: Mapping[str, Any] | None = None) -> LoadedModel:
-    """The model saved by :func:`save_model` in ``directory``.
+    """The network state saved by :func:`save_model` in ``directory`` (low level: the jitted steps
+    and ``embed`` take it). To embed raw samples with what was fitted around the network (the
+    per-view scaling, the autoencoders), open the directory with ``SpecRaGE.load``; this warns
+    (:class:`CheckpointWarning`) when the directory holds such a pipeline.
+
+    See :func:`read_model` for the rest.
+    """
+    loaded = read_model(directory, extra_templates=extra_templates)
+    if "pipeline_format_version" in loaded.metadata or "estimator" in loaded.metadata:
+        warnings.warn(f"{directory} holds a fitted pipeline (per-view scaling, encoders) around the network; "
+                      f"load_model returns the network alone, so embed(loaded.state, raw views) would skip them: "
+                      f"use specrage_jax.SpecRaGE.load({str(directory)!r}).transform", CheckpointWarning, stacklevel=2)
+    return loaded
+
+
+def read_model(directory: str | Path, *, extra_templates: Mapping[str, Any] | None = None) -> LoadedModel:
+    """The model saved by :func:`save_model` in ``directory``, with its metadata and extra trees.
 
     The network structure is rebuilt from the recorded configurations (``steps.create_state``)
     and the arrays restored into it. ``extra_templates`` (name -> pytree) restores those extra

@@ -3,10 +3,10 @@
     specrage train --dataset NAME [--seed S] [--epochs E] [--out DIR] [--set key=value ...]
                    [--stream auto|on|off] [--cache-dir DIR] [--eval-max-rows N]
     specrage train --resume DIR
-    specrage embed --checkpoint DIR --input FILE --output FILE.npy [--weights FILE.npy]
+    specrage embed --checkpoint DIR --input FILE --output FILE.npy [--weights FILE.npy] [--mask FILE.npy]
 
 Argument parsing only; the work is :func:`specrage_jax.experiment.run_experiment` and
-:func:`specrage_jax.experiment.load_pipeline`.
+:meth:`specrage_jax.SpecRaGE.load` (``specrage embed`` embeds exactly as ``transform`` does).
 """
 
 from __future__ import annotations
@@ -105,9 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     embed = commands.add_parser(
         "embed", help="embed new samples with a trained model (DIR/model of a run)",
-        description="Embed the samples in FILE with the model saved by `specrage train --out DIR` (DIR/model, or a "
-                    "model directory itself): the run's per-view scaling and autoencoders are applied first. "
-                    "Writes the (n, k) embedding with numpy.save.",
+        description="Embed the samples in FILE with the model saved by `specrage train --out DIR` (DIR, DIR/model) "
+                    "or by SpecRaGE.save: the fitted per-view scaling and autoencoders are applied first, exactly as "
+                    "SpecRaGE.load(DIR).transform does. Writes the (n, k) embedding with numpy.save.",
     )
     embed.add_argument("--checkpoint", required=True, metavar="DIR", help="a run's output directory or a model directory")
     embed.add_argument("--input", required=True, metavar="FILE",
@@ -116,7 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("--weights", default=None, metavar="FILE.npy", help="also write the (n, V) view weights")
     embed.add_argument("--views", default=None, metavar="I,J",
                        help="indices of the file's views to use, in order (when the model was trained on file:PATH#I,J)")
-    embed.add_argument("--batch-size", type=int, default=4096, help="samples per forward pass (default 4096)")
+    embed.add_argument("--mask", default=None, metavar="FILE.npy",
+                       help="(n, V) boolean array, False where a sample's view is missing (a row of NaN in the "
+                            "input marks it missing too); a missing view is left out of that sample's fusion")
+    embed.add_argument("--batch-size", type=int, default=None,
+                       help="samples per forward pass (default: the model's eval.embed_batch_size)")
+    embed.add_argument("--debug", action="store_true", help="on an error, show the Python traceback")
     return parser
 
 
@@ -386,16 +391,33 @@ def save_npy_atomic(path: str | Path, array: np.ndarray) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def read_mask(path: str | None, n_samples: int, n_views: int) -> np.ndarray | None:
+    """--mask FILE.npy: an (n, V) boolean array, True = view present (None without the option)."""
+    if path is None:
+        return None
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"no such mask file: {file}")
+    mask = np.load(file, allow_pickle=False)
+    if mask.shape != (n_samples, n_views) or mask.dtype != np.bool_:
+        raise ValueError(f"{file}: the mask must be a boolean array of shape (n_samples, n_views) = "
+                         f"{(n_samples, n_views)}, got {mask.dtype} {mask.shape}")
+    return mask
+
+
 def run_embed(args: argparse.Namespace) -> int:
-    from specrage_jax.experiment import load_pipeline
+    from specrage_jax.estimator import SpecRaGE
 
     try:
         views = None if args.views is None else [int(v) for v in args.views.split(",") if v.strip()]
-        pipeline = load_pipeline(args.checkpoint)
-        inputs = read_input_views(args.input, pipeline.input_dims, views)
-        y, weights = pipeline.transform(inputs, batch_size=args.batch_size)
+        model = SpecRaGE.load(args.checkpoint)
+        inputs = read_input_views(args.input, model.view_dims_, views)
+        mask = read_mask(args.mask, inputs[0].shape[0], len(inputs))
+        y, weights = model._embed(list(inputs), mask, batch_size=args.batch_size)
     except (ValueError, FileNotFoundError) as err:  # CheckpointError is a ValueError
-        print(f"specrage: {err}", file=sys.stderr)
+        if args.debug:
+            raise
+        print(f"specrage: {one_line(err)}", file=sys.stderr)
         return 2
     save_npy_atomic(args.output, y)
     if args.weights:

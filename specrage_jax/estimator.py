@@ -29,13 +29,14 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from specrage_jax.autoencoder import train_autoencoder
-from specrage_jax.checkpoint import CheckpointError, load_model, save_model, tree_from_nested
+from specrage_jax.checkpoint import CheckpointError, read_model, save_model, tree_from_nested
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict
 from specrage_jax.data.preprocess import (
     apply_view_scalers, fit_view_scalers, graph_input_views, scaler_from_tree, unit_rows,
 )
 from specrage_jax.defaults import DataShape, describe_preprocessing, resolve_defaults
 from specrage_jax.embed import embed
+from specrage_jax.pipeline import InferencePipeline, embed_views, model_directory, model_inputs, pipeline_from_model
 from specrage_jax.health import DegenerateEmbeddingWarning, HealthReport, embedding_problems
 from specrage_jax.pretrain import TrainedNet
 from specrage_jax.siamese import train_siamese
@@ -43,7 +44,7 @@ from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
 from specrage_jax.steps import SpecRaGEState, create_state
 from specrage_jax.train import History, estimate_view_scales, validation_loss
 from specrage_jax.train import fit as train_fit
-from specrage_jax.validation import check_finite_view, check_training_sizes, view_presence
+from specrage_jax.validation import check_finite_view, check_training_sizes
 from specrage_jax.views import is_view_list, multiview_input, split_views
 
 _DEFAULT = ExperimentConfig.auto()
@@ -286,25 +287,12 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
                              f"features as input (views of widths {list(self.view_dims_)})")
         return split_views(stacked, self.view_dims_)
 
-    def _model_inputs(self, Xs: Any, mask: Any = None, *, allow_missing: bool) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-        """(the model's input views, scaled and encoded, missing rows zeroed; presence (n, V))."""
+    def _embed(self, Xs: Any, mask: Any, batch_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(embedding (n, k), view weights (n, V)) through :func:`pipeline.embed_views`, the path a
+        CLI run's model and ``specrage embed`` take too."""
         check_is_fitted(self)
-        views = self._input_views(Xs)
-        if allow_missing:
-            present = view_presence(views, mask, what="X")
-        else:
-            for v, x in enumerate(views):
-                check_finite_view(x, name=f"X: view {v}")
-            present = np.ones((views[0].shape[0], len(views)), dtype=bool)
-        views = [np.where(present[:, v, None], x, np.float32(0)) for v, x in enumerate(views)]
-        scaled = apply_view_scalers(self.scalers_, views)
-        if self.autoencoders_ is not None:
-            scaled = tuple(net.encode(x) for net, x in zip(self.autoencoders_, scaled))
-        return scaled, present
-
-    def _embed(self, Xs: Any, mask: Any) -> tuple[np.ndarray, np.ndarray]:
-        views, present = self._model_inputs(Xs, mask, allow_missing=True)
-        return embed(self.state_, views, batch_size=self.config_.eval.embed_batch_size, mask=present)
+        return embed_views(self.state_, self._input_views(Xs), scalers=self.scalers_, encoders=self.autoencoders_,
+                           mask=mask, batch_size=batch_size or self.config_.eval.embed_batch_size)
 
     def transform(self, Xs: Any, mask: Any = None) -> np.ndarray:
         """The fused embedding (n, n_components), float32; each row depends on its sample only.
@@ -314,7 +302,12 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         return self._embed(Xs, mask)[0]
 
     def predict(self, Xs: Any, mask: Any = None) -> np.ndarray:
-        """Cluster labels (n,) from the k-means fitted once on the training embedding."""
+        """Cluster labels (n,) from the k-means fitted once on the training embedding (a model
+        loaded from a `specrage train` run: the run's k-means on its test embedding)."""
+        check_is_fitted(self)
+        if self.cluster_centers_ is None:
+            raise ValueError("this model holds no cluster centres (saved before runs recorded them): cluster "
+                             "transform(X) yourself, e.g. with sklearn.cluster.KMeans")
         return nearest_centre(self.transform(Xs, mask), self.cluster_centers_)
 
     def view_weights(self, Xs: Any, mask: Any = None) -> np.ndarray:
@@ -328,7 +321,15 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         Raises:
           ValueError: when Xs has no more than n_neighbors rows (no kNN graph), or holds NaN.
         """
-        views, _ = self._model_inputs(Xs, allow_missing=False)
+        check_is_fitted(self)
+        views = self._input_views(Xs)
+        for v, x in enumerate(views):
+            check_finite_view(x, name=f"X: view {v}")
+        if self.config_.siamese.enabled and self.siamese_nets_ is None:
+            raise ValueError("score needs the Siamese nets the model was trained with; a model loaded from a "
+                             "`specrage train` run holds only what inference needs (transform, predict)")
+        present = np.ones((views[0].shape[0], len(views)), dtype=bool)
+        views = model_inputs(views, present, scalers=self.scalers_, encoders=self.autoencoders_)
         n = views[0].shape[0]
         l = self.config_.graph.n_neighbors
         if n <= l:
@@ -381,17 +382,25 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
 
     @classmethod
     def load(cls, path: str | Path) -> "SpecRaGE":
-        """The estimator :meth:`save` wrote to ``path``, fitted and ready to transform.
+        """The fitted estimator in ``path``, ready to transform: a directory :meth:`save` wrote, a
+        `specrage train` run's output directory (or its DIR/model), or a bare model
+        (``checkpoint.save_model``; its inputs are embedded as given).
+
+        A run's model embeds exactly as ``specrage embed`` does (both through
+        :func:`pipeline.embed_views`); ``predict`` uses the run's k-means centres and ``score``
+        is not available (the run does not keep its Siamese nets in the model).
 
         Raises:
           CheckpointError (a ValueError): naming the directory and the problem (missing,
-            damaged, not a SpecRaGE estimator).
+            damaged, another estimator class).
         """
-        loaded = load_model(path)
+        directory = model_directory(path)
+        loaded = read_model(directory)
         meta = loaded.metadata
-        if meta.get("estimator") != cls.__name__:
-            raise CheckpointError(f"{path} holds a model but no {cls.__name__} estimator (saved by "
-                                  f"checkpoint.save_model directly?); use checkpoint.load_model")
+        if "estimator" not in meta:
+            return cls._from_pipeline(pipeline_from_model(loaded, directory))
+        if meta["estimator"] != cls.__name__:
+            raise CheckpointError(f"{path} holds a {meta['estimator']} estimator, not a {cls.__name__}")
         tuples = ("view_hidden", "weighting_hidden", "view_dims", "config_overrides")
         params = {k: tuple(v) if k in tuples and v is not None else v for k, v in meta["params"].items()}
         est = cls(**params)
@@ -422,6 +431,29 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         est.labels_ = np.asarray(extra["clusters"]["labels"], np.int64)
         est.inertia_ = float(meta["inertia"])
         est.health_ = None if meta.get("health") is None else HealthReport.from_dict(meta["health"])
+        return est
+
+    @classmethod
+    def _from_pipeline(cls, pipeline: InferencePipeline) -> "SpecRaGE":
+        """An estimator over a run's (or a bare model's) inference pipeline."""
+        meta = pipeline.model.metadata
+        config = pipeline.config
+        centres = pipeline.centres
+        n_clusters = int(centres.shape[0]) if centres is not None else int(config.model.n_components)
+        seed = meta.get("seed")
+        est = cls(n_clusters=n_clusters, random_state=seed)
+        est.config_, est.seed_, est.view_dims_ = config, seed, pipeline.input_dims
+        est.resolved_defaults_ = dict(meta.get("resolved_defaults", {}))
+        est.n_features_in_ = int(sum(pipeline.input_dims))
+        est.n_components_ = int(pipeline.model.state.r_inv.shape[0])
+        est.scalers_, est.autoencoders_, est.siamese_nets_ = pipeline.scalers, pipeline.encoders, None
+        est.state_ = pipeline.model.state
+        est.history_ = History.from_dict(meta["history"]) if "history" in meta else History()
+        est.n_iter_ = len(est.history_.epochs)
+        est.cluster_centers_ = centres
+        est.labels_ = None  # a run's model does not keep its training rows' labels
+        est.inertia_ = None
+        est.health_ = HealthReport.from_dict(meta["health"]) if "health" in meta else None
         return est
 
     # --- pickling: store plain arrays + configs, rebuild the networks on load -----------------

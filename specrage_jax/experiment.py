@@ -31,29 +31,29 @@ from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
-from flax import nnx
 from jax.sharding import Mesh
 
-from specrage_jax.autoencoder import Autoencoder, train_autoencoder
+from specrage_jax.autoencoder import train_autoencoder
 from specrage_jax.checkpoint import (
-    CheckpointError, LoadedModel, TrainingCheckpointer, library_version, load_model, read_record,
-    restore_items, save_model, save_trees, tree_from_nested, check_compatible,
+    CheckpointError, TrainingCheckpointer, check_compatible, library_version, read_record, restore_items, save_trees,
+    tree_from_nested,
 )
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict, preset
 from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
-from specrage_jax.data.preprocess import graph_input_views, scaler_from_tree, unit_rows
+from specrage_jax.data.preprocess import graph_input_views, unit_rows
 from specrage_jax.defaults import FULL_BATCH_MAX, DataShape, describe_preprocessing, resolve_defaults
 from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
 from specrage_jax.embed import embed
 from specrage_jax.evaluate import cluster_scores, kmeans_clusters, svm_metrics
 from specrage_jax.health import HealthReport, embedding_problems
-from specrage_jax.pretrain import NetState, TrainedNet
+from specrage_jax.pipeline import save_inference_model
+from specrage_jax.pretrain import TrainedNet
 from specrage_jax.siamese import train_siamese
 from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
 from specrage_jax.steps import SpecRaGEState, create_state
 from specrage_jax.train import History, estimate_view_scales, fit, is_streamed
-from specrage_jax.validation import as_view_arrays, check_training_sizes
+from specrage_jax.validation import check_training_sizes
 
 
 @dataclass(frozen=True)
@@ -363,7 +363,6 @@ def environment_info() -> dict[str, str]:
 # --- pre-trained nets on disk -----------------------------------------------------------------
 
 PRETRAINED_FORMAT_VERSION = 1
-PIPELINE_FORMAT_VERSION = 1
 
 
 def _stage_nets(nets: PretrainedNets) -> dict[str, tuple[TrainedNet, ...]]:
@@ -416,111 +415,6 @@ def load_pretrained_nets(directory: str | Path, config: ExperimentConfig) -> Pre
                                    submodule=info["submodule"]))
         found[stage] = tuple(nets)
     return PretrainedNets(autoencoders=found.get("autoencoder"), siamese=found.get("siamese"))
-
-
-# --- the inference pipeline: scalers, autoencoder encoders, SpecRaGE model ----------------------
-
-
-@dataclass(frozen=True)
-class InferencePipeline:
-    """What embeds new raw samples as the run embedded its test split: per-view scaling (fitted
-    on the training split), the autoencoder encoders (if the run used them), the model."""
-
-    model: LoadedModel
-    scalers: tuple[ViewScaler, ...]
-    encoders: tuple[TrainedNet, ...] | None
-    input_dims: tuple[int, ...]
-    view_names: tuple[str, ...]
-
-    def preprocess(self, views: Sequence[np.ndarray], *, what: str = "input") -> tuple[np.ndarray, ...]:
-        """Raw views (n, input_dims[v]) -> the model's inputs; errors name the view."""
-        arrays = as_view_arrays(views, what=what)
-        if len(arrays) != len(self.input_dims):
-            raise ValueError(f"{what}: {len(arrays)} views given, the model was trained on {len(self.input_dims)} "
-                             f"({', '.join(f'{n}: {d} features' for n, d in zip(self.view_names, self.input_dims))})")
-        for v, (array, dim) in enumerate(zip(arrays, self.input_dims)):
-            if array.shape[1] != dim:
-                raise ValueError(f"{what}: view {v} ({self.view_names[v]}) has {array.shape[1]} features, "
-                                 f"the model was trained on {dim}")
-        if self.scalers:
-            arrays = apply_view_scalers(self.scalers, arrays)
-        if self.encoders:
-            arrays = encode_views(self.encoders, arrays)
-        return tuple(arrays)
-
-    def transform(self, views: Sequence[np.ndarray], *, batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
-        """(Y (n, k), view weights (n, V)) of raw views."""
-        return embed(self.model.state, self.preprocess(views), batch_size=batch_size)
-
-
-def save_inference_model(
-    directory: str | Path, state: SpecRaGEState, config: ExperimentConfig, *, scalers: Sequence[ViewScaler],
-    autoencoders: Sequence[TrainedNet] | None, input_dims: Sequence[int], view_names: Sequence[str],
-    dataset: str, seed: int,
-) -> Path:
-    """:func:`checkpoint.save_model` of the state with the scalers' offset/scale per view and the
-    autoencoders' encoder parameters, and what rebuilds them (configuration, input dims)."""
-    extra: dict[str, Any] = {"scalers": {f"view_{v}": s.as_tree() for v, s in enumerate(scalers)}}
-    if autoencoders:
-        extra["autoencoder"] = {f"view_{v}": net.state.params["encoder"] for v, net in enumerate(autoencoders)}
-    metadata = {
-        "pipeline_format_version": PIPELINE_FORMAT_VERSION, "dataset": dataset, "seed": seed,
-        "input_dims": [int(d) for d in input_dims], "view_names": list(view_names),
-        "experiment_config": config_to_dict(config),
-    }
-    return save_model(directory, state, metadata=metadata, extra_trees=extra, overwrite=True,
-                      model_config=config.model)
-
-
-def model_directory(directory: str | Path) -> Path:
-    """DIR/model when DIR is a run's output directory, else DIR itself."""
-    path = Path(directory)
-    return path / "model" if (path / "model").is_dir() else path
-
-
-def load_pipeline(directory: str | Path) -> InferencePipeline:
-    """The inference pipeline in DIR/model (a run's output directory) or DIR (a model directory).
-
-    A model saved by :func:`checkpoint.save_model` without pipeline metadata embeds its inputs as
-    given (no scaling, no encoders).
-
-    Raises:
-      CheckpointError: see :func:`checkpoint.load_model`.
-    """
-    path = model_directory(directory)
-    model = load_model(path)
-    meta = model.metadata
-    view_dims = tuple(model.record["view_dims"])
-    if "pipeline_format_version" not in meta:
-        names = tuple(f"view{v}" for v in range(len(view_dims)))
-        return InferencePipeline(model=model, scalers=(), encoders=None, input_dims=view_dims, view_names=names)
-    if meta["pipeline_format_version"] > PIPELINE_FORMAT_VERSION:
-        raise CheckpointError(f"{path}: pipeline format {meta['pipeline_format_version']} is newer than this "
-                              f"specrage_jax reads ({PIPELINE_FORMAT_VERSION})")
-    try:
-        config = config_from_dict(meta["experiment_config"])
-        input_dims = tuple(int(d) for d in meta["input_dims"])
-        saved = model.extra_trees.get("scalers", {})
-        scalers = tuple(scaler_from_tree(saved[f"view_{v}"], default_kind=config.data.preprocess)
-                        for v in range(len(input_dims)))
-        encoders = None
-        if config.autoencoder.enabled:
-            encoders = tuple(_encoder(model.extra_trees["autoencoder"][f"view_{v}"], s.out_dim, config,
-                                      f"{path} view {v}") for v, s in enumerate(scalers))
-    except (KeyError, TypeError, ValueError) as err:
-        if isinstance(err, CheckpointError):
-            raise
-        raise CheckpointError(f"{path}: the pipeline record is incomplete ({type(err).__name__}: {err})") from None
-    return InferencePipeline(model=model, scalers=scalers, encoders=encoders, input_dims=input_dims,
-                             view_names=tuple(meta.get("view_names") or (f"view{v}" for v in range(len(input_dims)))))
-
-
-def _encoder(saved: dict[str, Any], in_dim: int, config: ExperimentConfig, where: str) -> TrainedNet:
-    encoder = Autoencoder(in_dim, config.autoencoder, rngs=nnx.Rngs(0)).encoder
-    graphdef, params = nnx.split(encoder, nnx.Param)
-    params = tree_from_nested(params, saved, where=where)
-    state = NetState(params=params, opt_state=(), graphdef=graphdef, learning_rate=config.autoencoder.learning_rate)
-    return TrainedNet(state=state, losses=())
 
 
 # --- runs: the record that resume checks --------------------------------------------------------
@@ -741,7 +635,10 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
             save_start = time.perf_counter()
             save_inference_model(out / "model", outputs.state, outputs.config, scalers=outputs.pretrained.splits.scalers,
                                  autoencoders=outputs.pretrained.nets.autoencoders, input_dims=data.view_dims,
-                                 view_names=data.view_names, dataset=dataset, seed=seed)
+                                 view_names=data.view_names, dataset=dataset, seed=seed,
+                                 centres=outputs.evaluation.centres,
+                                 extra_metadata={"history": result["training"], "health": result["test"]["health"],
+                                                 "resolved_defaults": result["resolved_defaults"]})
             result["timing"]["model_save_seconds"] = time.perf_counter() - save_start
         result["timing"]["total_seconds"] = time.perf_counter() - start
         write_json_atomic(out / "metrics.json", result)

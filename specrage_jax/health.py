@@ -79,8 +79,9 @@ def embedding_problems(y_raw: np.ndarray, cluster_labels: np.ndarray, n_clusters
     if ortho > ORTHOGONALITY_LIMIT:
         problems.append(
             f"the embedding is not orthogonal (max |Y^T Y/m - I| = {ortho:.3g}, healthy runs stay below 0.3): "
-            f"its {k} components are more than the data supports or training diverged; lower n_components "
-            f"(model.n_components), raise the batch (train.batch_size) or lower the learning rate")
+            f"its {k} components are more than the data supports, or training diverged or stopped too early; lower "
+            f"n_components (model.n_components), raise the batch (train.batch_size), train longer (train.epochs) "
+            f"or lower the learning rate")
     if spread < SPREAD_LIMIT:
         problems.append(
             f"the embedding has collapsed: its {n} rows are nearly identical (spread {spread:.2g} of their norm); "

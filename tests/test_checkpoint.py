@@ -26,7 +26,7 @@ from specrage_jax.config import (
 )
 from specrage_jax.data import apply_view_scalers, fit_view_scalers, load_dataset
 from specrage_jax.embed import embed
-from specrage_jax.experiment import load_pipeline, save_inference_model
+from specrage_jax.pipeline import load_pipeline, save_inference_model
 from specrage_jax.stages import encode_views
 from specrage_jax.steps import create_state
 from specrage_jax.train import fit

@@ -239,7 +239,7 @@ def test_defaults_cluster_webkb_above_its_naive_baseline():
 
 def test_cli_resolves_prints_and_records_the_defaults_of_a_file_dataset(tmp_path, capsys):
     from specrage_jax.cli import main
-    from specrage_jax.experiment import load_pipeline
+    from specrage_jax.pipeline import load_pipeline
 
     x, labels = clustered(180, 3, 6, seed=11)
     path = tmp_path / "mine.npz"

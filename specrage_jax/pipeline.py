@@ -1,0 +1,182 @@
+"""The inference pipeline: raw views -> per-view scaling -> autoencoder encoders -> SpecRaGE.
+
+:func:`embed_views` is the one function that embeds raw samples; the estimator's ``transform``,
+``SpecRaGE.load`` of a CLI run and ``specrage embed`` all go through it, so a sample gets the
+same row, bitwise, whichever of them embeds it.
+
+On disk (``specrage train --out DIR`` writes DIR/model): :func:`checkpoint.save_model` of the
+state, with the scalers' arrays and the autoencoders' encoder parameters as extra trees, and in
+the metadata what rebuilds them (configuration, input widths) plus the run's k-means centres,
+training history and embedding health. :func:`load_pipeline` reads it back; ``SpecRaGE.load``
+is the public way to open one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from flax import nnx
+
+from specrage_jax.autoencoder import Autoencoder
+from specrage_jax.checkpoint import CheckpointError, LoadedModel, model_config_of, read_model, save_model, tree_from_nested
+from specrage_jax.config import ExperimentConfig, config_from_dict, config_to_dict
+from specrage_jax.data.preprocess import ViewScaler, apply_view_scalers, scaler_from_tree
+from specrage_jax.embed import embed
+from specrage_jax.pretrain import NetState, TrainedNet
+from specrage_jax.stages import encode_views
+from specrage_jax.steps import SpecRaGEState
+from specrage_jax.validation import as_view_arrays, view_presence
+
+PIPELINE_FORMAT_VERSION = 1  # later additions (centres, history, health) are optional keys
+
+
+def model_inputs(views: Sequence[np.ndarray], present: np.ndarray, *, scalers: Sequence[ViewScaler],
+                 encoders: Sequence[TrainedNet] | None) -> tuple[np.ndarray, ...]:
+    """Raw views (n, d_v) -> the network's inputs: missing rows (``present`` (n, V) False) zeroed,
+    then the fitted scaling (none when ``scalers`` is empty) and the autoencoder encoders."""
+    arrays = tuple(np.where(present[:, v, None], x, np.float32(0)) for v, x in enumerate(views))
+    if scalers:
+        arrays = apply_view_scalers(scalers, arrays)
+    if encoders:
+        arrays = encode_views(encoders, arrays)
+    return tuple(arrays)
+
+
+def embed_views(state: SpecRaGEState, views: Sequence[np.ndarray], *, scalers: Sequence[ViewScaler],
+                encoders: Sequence[TrainedNet] | None, mask: Any = None, batch_size: int = 4096,
+                what: str = "X") -> tuple[np.ndarray, np.ndarray]:
+    """(Y (n, k), view weights (n, V)) of raw views, each (n, d_v) with the widths the pipeline
+    was fitted on. A view whose row is all NaN, or ``mask`` (n, V) False, is missing for that
+    sample: left out of its fusion (weight 0).
+
+    Raises:
+      ValueError: naming the view (partial NaN, infinite values) or the sample with no view.
+    """
+    arrays = as_view_arrays(views, what=what, allow_missing=True)
+    present = view_presence(arrays, mask, what=what)
+    inputs = model_inputs(arrays, present, scalers=scalers, encoders=encoders)
+    return embed(state, inputs, batch_size=batch_size, mask=present)
+
+
+@dataclass(frozen=True)
+class InferencePipeline:
+    """What embeds new raw samples as the run embedded its test split: per-view scaling (fitted
+    on the training split; empty for a bare model), the autoencoder encoders (if the run used
+    them), the model, and what the run recorded beside it."""
+
+    model: LoadedModel
+    config: ExperimentConfig
+    scalers: tuple[ViewScaler, ...]
+    encoders: tuple[TrainedNet, ...] | None
+    input_dims: tuple[int, ...]
+    view_names: tuple[str, ...]
+    centres: np.ndarray | None = None  # (n_clusters, k): the run's k-means on its test embedding
+
+    def check_views(self, views: Sequence[np.ndarray], *, what: str = "input") -> tuple[np.ndarray, ...]:
+        """The views as float32 arrays (NaN kept) after checking their count and widths."""
+        arrays = as_view_arrays(views, what=what, allow_missing=True)
+        if len(arrays) != len(self.input_dims):
+            raise ValueError(f"{what}: {len(arrays)} views given, the model was trained on {len(self.input_dims)} "
+                             f"({', '.join(f'{n}: {d} features' for n, d in zip(self.view_names, self.input_dims))})")
+        for v, (array, dim) in enumerate(zip(arrays, self.input_dims)):
+            if array.shape[1] != dim:
+                raise ValueError(f"{what}: view {v} ({self.view_names[v]}) has {array.shape[1]} features, "
+                                 f"the model was trained on {dim}")
+        return arrays
+
+    def transform(self, views: Sequence[np.ndarray], *, mask: Any = None,
+                  batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+        """(Y (n, k), view weights (n, V)) of raw views (:func:`embed_views`)."""
+        return embed_views(self.model.state, self.check_views(views), scalers=self.scalers, encoders=self.encoders,
+                           mask=mask, batch_size=batch_size, what="input")
+
+
+def save_inference_model(
+    directory: str | Path, state: SpecRaGEState, config: ExperimentConfig, *, scalers: Sequence[ViewScaler],
+    autoencoders: Sequence[TrainedNet] | None, input_dims: Sequence[int], view_names: Sequence[str],
+    dataset: str, seed: int, centres: np.ndarray | None = None, extra_metadata: dict[str, Any] | None = None,
+) -> Path:
+    """:func:`checkpoint.save_model` of the state with the scalers' offset/scale per view, the
+    autoencoders' encoder parameters, the k-means ``centres`` (n_clusters, k) if given, and what
+    rebuilds them (configuration, input dims). ``extra_metadata`` (JSON) is stored beside them
+    (a run stores its history, health and resolved defaults)."""
+    extra: dict[str, Any] = {"scalers": {f"view_{v}": s.as_tree() for v, s in enumerate(scalers)}}
+    if autoencoders:
+        extra["autoencoder"] = {f"view_{v}": net.state.params["encoder"] for v, net in enumerate(autoencoders)}
+    if centres is not None:
+        extra["clusters"] = {"centres": np.asarray(centres, np.float32)}
+    metadata = {
+        **(extra_metadata or {}),
+        "pipeline_format_version": PIPELINE_FORMAT_VERSION, "dataset": dataset, "seed": seed,
+        "input_dims": [int(d) for d in input_dims], "view_names": list(view_names),
+        "experiment_config": config_to_dict(config),
+    }
+    return save_model(directory, state, metadata=metadata, extra_trees=extra, overwrite=True,
+                      model_config=config.model)
+
+
+def model_directory(directory: str | Path) -> Path:
+    """DIR/model when DIR is a run's output directory, else DIR itself."""
+    path = Path(directory)
+    return path / "model" if (path / "model").is_dir() else path
+
+
+def load_pipeline(directory: str | Path) -> InferencePipeline:
+    """The inference pipeline in DIR/model (a run's output directory) or DIR (a model directory).
+
+    Raises:
+      CheckpointError: see :func:`checkpoint.load_model`.
+    """
+    path = model_directory(directory)
+    return pipeline_from_model(read_model(path), path)
+
+
+def pipeline_from_model(model: LoadedModel, path: Path) -> InferencePipeline:
+    """The pipeline of a loaded model directory. A model saved by :func:`checkpoint.save_model`
+    without pipeline metadata (a bare model) embeds its inputs as given: no scaling, no encoders.
+
+    Raises:
+      CheckpointError: a newer pipeline format, or an incomplete pipeline record.
+    """
+    meta = model.metadata
+    view_dims = tuple(int(d) for d in model.record["view_dims"])
+    if "pipeline_format_version" not in meta:
+        base = ExperimentConfig()
+        config = dataclasses.replace(base, model=model_config_of(model.state),
+                                     data=dataclasses.replace(base.data, preprocess="none"))
+        return InferencePipeline(model=model, config=config, scalers=(), encoders=None, input_dims=view_dims,
+                                 view_names=tuple(f"view{v}" for v in range(len(view_dims))))
+    if meta["pipeline_format_version"] > PIPELINE_FORMAT_VERSION:
+        raise CheckpointError(f"{path}: pipeline format {meta['pipeline_format_version']} is newer than this "
+                              f"specrage_jax reads ({PIPELINE_FORMAT_VERSION})")
+    try:
+        config = config_from_dict(meta["experiment_config"])
+        input_dims = tuple(int(d) for d in meta["input_dims"])
+        saved = model.extra_trees.get("scalers", {})
+        scalers = tuple(scaler_from_tree(saved[f"view_{v}"], default_kind=config.data.preprocess)
+                        for v in range(len(input_dims)))
+        encoders = None
+        if config.autoencoder.enabled:
+            encoders = tuple(_encoder(model.extra_trees["autoencoder"][f"view_{v}"], s.out_dim, config,
+                                      f"{path} view {v}") for v, s in enumerate(scalers))
+        clusters = model.extra_trees.get("clusters")
+        centres = None if clusters is None else np.asarray(clusters["centres"], np.float32)
+    except (KeyError, TypeError, ValueError) as err:
+        if isinstance(err, CheckpointError):
+            raise
+        raise CheckpointError(f"{path}: the pipeline record is incomplete ({type(err).__name__}: {err})") from None
+    return InferencePipeline(model=model, config=config, scalers=scalers, encoders=encoders, input_dims=input_dims,
+                             view_names=tuple(meta.get("view_names") or (f"view{v}" for v in range(len(input_dims)))),
+                             centres=centres)
+
+
+def _encoder(saved: dict[str, Any], in_dim: int, config: ExperimentConfig, where: str) -> TrainedNet:
+    encoder = Autoencoder(in_dim, config.autoencoder, rngs=nnx.Rngs(0)).encoder
+    graphdef, params = nnx.split(encoder, nnx.Param)
+    params = tree_from_nested(params, saved, where=where)
+    state = NetState(params=params, opt_state=(), graphdef=graphdef, learning_rate=config.autoencoder.learning_rate)
+    return TrainedNet(state=state, losses=())
