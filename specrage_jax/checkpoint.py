@@ -562,7 +562,7 @@ class TrainingCheckpointer:
         self.directory = Path(directory).absolute()
         self.every_epochs = every_epochs
         self.min_seconds = min_seconds
-        self._last_save = time.monotonic()
+        self._last_save: float | None = None  # no save yet: the first is due at once
         self.metadata = dict(metadata or {})
         self.model_config = model_config
         self.save_seconds: list[float] = []
@@ -605,8 +605,11 @@ class TrainingCheckpointer:
 
     def maybe_save(self, state: SpecRaGEState, progress: FitProgress) -> bool:
         """Saves when ``progress.epochs_done`` is a multiple of ``every_epochs`` and ``min_seconds``
-        have passed since the last save (or since this checkpointer was made)."""
-        if progress.epochs_done % self.every_epochs or time.monotonic() - self._last_save < self.min_seconds:
+        have passed since the last save. The first save of a run (or of a resumed run) does not
+        wait for ``min_seconds``, so a run stopped early always leaves a checkpoint to resume from."""
+        if progress.epochs_done % self.every_epochs:
+            return False
+        if self._last_save is not None and time.monotonic() - self._last_save < self.min_seconds:
             return False
         self.save(state, progress)
         return True

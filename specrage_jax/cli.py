@@ -18,6 +18,7 @@ import os
 import sys
 import textwrap
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,22 +27,57 @@ import numpy as np
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, describe_fields, preset
 from specrage_jax.data import dataset_names, is_dataset_name
 
-# Unless told otherwise `specrage train` checkpoints after an epoch when a minute has passed since the
-# last checkpoint: a save blocks training ~0.05-0.25 s (digits preset, BUILD_NOTES.md "Checkpoints"),
+# Unless told otherwise `specrage train` checkpoints after its first epoch, then after an epoch when a
+# minute has passed since the last checkpoint: a save blocks training ~0.05-0.25 s (digits preset, BUILD_NOTES.md "Checkpoints"),
 # which every epoch would make 17% of a 0.6 s digits epoch but is nothing for long epochs.
 CLI_CHECKPOINT_EVERY = 1
 CLI_CHECKPOINT_MIN_SECONDS = 60.0
 
 
-def config_help() -> str:
-    """Every config field with its default and meaning, for ``specrage train --help``."""
-    lines = ["configuration fields (set any with --set section.field=value; defaults before presets):"]
-    for key, value, help_text in describe_fields(ExperimentConfig()):
+def config_help(dataset: str | None = None) -> str:
+    """Every config field with its value and meaning, for ``specrage train --help``: the values
+    ``--dataset DATASET`` would train with when given (its preset and the CLI's checkpoint
+    defaults, with what the data decides marked as such), else the defaults before presets."""
+    base = ExperimentConfig()
+    if dataset is None or not is_dataset_name(dataset):
+        config, header = base, ("configuration fields (set any with --set section.field=value; the defaults before "
+                                "presets; `specrage train --dataset NAME --help` shows NAME's values):")
+    else:
+        config = resolve_config(dataset, None, [], False)
+        header = (f"configuration fields as --dataset {dataset} trains with them (set any with --set "
+                  f"section.field=value; * marks a value its preset or the data sets):")
+    waiting = set(config.unresolved_fields())
+    lines = [header]
+    for key, value, help_text in describe_fields(config):
+        if key in waiting or (key == "data.preprocess" and value == "'auto'"):
+            value = "chosen from the data at the start of the run *"
+        elif key == "model.n_components" and value == "0":
+            value = "0 (the number of classes)"
+        elif dataset is not None and value != _field_repr(base, key):
+            value = f"{value} *"
         lines.append(f"  {key} = {value}")
         lines.extend(textwrap.wrap(help_text, 86, initial_indent="      ", subsequent_indent="      "))
     lines.append("")
-    lines.append("each dataset starts from its preset (specrage_jax.config.preset); --print-config shows the result.")
+    lines.append("--print-config prints the configuration a command line trains with, --set values included.")
     return "\n".join(lines)
+
+
+def _field_repr(config: ExperimentConfig, key: str) -> str:
+    section, _, name = key.partition(".")
+    return repr(getattr(getattr(config, section), name))
+
+
+def help_dataset(argv: Sequence[str]) -> str | None:
+    """The --dataset value of a ``train ... --help`` command line (None otherwise): its help shows
+    that dataset's values."""
+    if "train" not in argv or not ({"-h", "--help"} & set(argv)):
+        return None
+    for i, arg in enumerate(argv):
+        if arg == "--dataset" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--dataset="):
+            return arg.partition("=")[2]
+    return None
 
 
 def _version() -> str:
@@ -50,7 +86,15 @@ def _version() -> str:
     return specrage_jax.__version__
 
 
-def build_parser() -> argparse.ArgumentParser:
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def build_parser(dataset_for_help: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="specrage",
         description="SpecRaGE in JAX/Flax: multi-view spectral representation learning "
@@ -65,13 +109,20 @@ def build_parser() -> argparse.ArgumentParser:
                     "embedding), print a metrics table, and write DIR/metrics.json, DIR/embedding.png, the inference "
                     "model DIR/model (for `specrage embed`) and training checkpoints in DIR/checkpoints "
                     "(for --resume).",
-        epilog=config_help(), formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=config_help(dataset_for_help), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     train.add_argument("--dataset", default=None, help=f"dataset: {', '.join(dataset_names())}, infinitemnist:N (N samples), file:PATH[#0,2] "
                             "(any .mat/.npz multi-view file; #0,2 picks views), or memmap:DIR (per-view .npy files "
                             "written by data.stream.write_views_memmap)")
     train.add_argument("--seed", type=int, default=None, help="seed of the split, initialization and batches (default 0)")
-    train.add_argument("--epochs", type=int, default=None, help="maximum epochs (same as --set train.epochs=E)")
+    train.add_argument("--epochs", type=positive_int, default=None,
+                       help="maximum epochs of SpecRaGE itself, the last stage (same as --set train.epochs=E); the "
+                            "stages before it have their own bounds. The stages and their epochs are printed "
+                            "before training starts")
+    train.add_argument("--autoencoder-epochs", type=positive_int, default=None, metavar="E",
+                       help="epochs of the per-view autoencoders, when the preset trains them (autoencoder.epochs)")
+    train.add_argument("--siamese-epochs", type=positive_int, default=None, metavar="E",
+                       help="epochs of the per-view Siamese nets, when the preset trains them (siamese.epochs)")
     train.add_argument("--out", default=None, help="output directory (default runs/DATASET-seedS)")
     train.add_argument("--data-dir", default=None, help="where real datasets live (default: $SPECRAGE_DATA)")
     train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -87,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
                        help="save a training checkpoint to DIR/checkpoints every N epochs, 0 = never (same as --set "
                             "checkpoint.every_epochs=N); default: after an epoch once a minute has passed since the "
-                            "last checkpoint")
+                            "last checkpoint (the first right after the first epoch)")
     train.add_argument("--keep-checkpoints", type=int, default=None, metavar="K",
                        help="training checkpoints kept, the newest (default 3; --set checkpoint.keep=K)")
     train.add_argument("--stream", choices=("auto", "on", "off"), default="auto",
@@ -165,6 +216,14 @@ def _checkpoint_options(config: ExperimentConfig, every: int | None, keep: int |
     return config
 
 
+def all_overrides(args: argparse.Namespace) -> list[str]:
+    """--set values, then the stage bounds (--epochs, --autoencoder-epochs, --siamese-epochs) as
+    the config fields they set."""
+    bounds = (("train.epochs", args.epochs), ("autoencoder.epochs", args.autoencoder_epochs),
+              ("siamese.epochs", args.siamese_epochs))
+    return [*args.overrides, *(f"{key}={value}" for key, value in bounds if value is not None)]
+
+
 def resolve_resume(args: argparse.Namespace) -> tuple[str, int, ExperimentConfig, str | None]:
     """(dataset, seed, configuration, data dir) of the run to resume in ``args.resume``.
 
@@ -186,9 +245,7 @@ def resolve_resume(args: argparse.Namespace) -> tuple[str, int, ExperimentConfig
         problems.append(f"--dataset {args.dataset} (recorded: {record['dataset']})")
     if args.seed is not None and args.seed != record["seed"]:
         problems.append(f"--seed {args.seed} (recorded: {record['seed']})")
-    requested = apply_overrides(recorded, args.overrides)
-    if args.epochs is not None:
-        requested = _with_section(requested, "train", epochs=args.epochs)
+    requested = apply_overrides(recorded, all_overrides(args))
     problems += config_differences(recorded, requested)
     if args.checkpoint_every == 0:
         problems.append("--checkpoint-every 0 (a resumed run keeps checkpointing)")
@@ -196,7 +253,7 @@ def resolve_resume(args: argparse.Namespace) -> tuple[str, int, ExperimentConfig
         raise ValueError(f"cannot resume {args.resume} with other settings than it was started with: "
                          f"{'; '.join(problems)}")
     config = _with_section(requested, "train", progress=not args.quiet)
-    config = _checkpoint_options(config, args.checkpoint_every, args.keep_checkpoints, _set_keys(args.overrides))
+    config = _checkpoint_options(config, args.checkpoint_every, args.keep_checkpoints, _set_keys(all_overrides(args)))
     return record["dataset"], int(record["seed"]), config, args.data_dir or record.get("data_dir")
 
 
@@ -220,14 +277,25 @@ def metrics_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def print_resolved_defaults(resolved: dict[str, Any]) -> None:
-    """Prints the settings chosen from the data, one line each (before training starts)."""
+def print_run_plan(resolved: dict[str, Any], stages: Sequence[Any]) -> None:
+    """Prints the settings chosen from the data (if any) and the stages to train, before training."""
     from specrage_jax.defaults import format_choices
+    from specrage_jax.run_plan import format_plan
 
-    print("settings chosen from the data (any --set value wins):")
-    for line in format_choices(resolved):
+    if resolved:
+        print("settings chosen from the data (any --set value wins):")
+        for line in format_choices(resolved):
+            print(f"  {line}")
+    print("stages to train:")
+    for line in format_plan(tuple(stages)):
         print(f"  {line}")
     sys.stdout.flush()
+
+
+def print_warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                       file: Any = None, line: str | None = None) -> None:
+    """A warning as the CLI shows it: ``specrage: warning: <message on one line>`` on stderr."""
+    print(f"specrage: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
 
 
 def one_line(err: BaseException) -> str:
@@ -290,7 +358,7 @@ def run_train(args: argparse.Namespace) -> int:
                 print(f"specrage: unknown dataset {args.dataset!r}; known: {', '.join(dataset_names())}", file=sys.stderr)
                 return 2
             dataset, seed, data_dir = args.dataset, 0 if args.seed is None else args.seed, args.data_dir
-            config = resolve_config(dataset, args.epochs, args.overrides, args.quiet,
+            config = resolve_config(dataset, None, all_overrides(args), args.quiet,
                                     checkpoint_every=args.checkpoint_every, keep_checkpoints=args.keep_checkpoints)
             out = args.out or f"runs/{dataset}-seed{seed}"
     except ValueError as err:  # CheckpointError included
@@ -317,7 +385,7 @@ def run_train(args: argparse.Namespace) -> int:
         result = run_experiment(dataset, config, seed=seed, out_dir=out, data_dir=data_dir,
                                 figure=not args.no_figure, resume=args.resume is not None,
                                 mesh=mesh if mesh.devices.size > 1 else None, stream=stream,
-                                cache_dir=args.cache_dir, eval_max_rows=max_rows, report=print_resolved_defaults)
+                                cache_dir=args.cache_dir, eval_max_rows=max_rows, report=print_run_plan)
     except (ValueError, FileNotFoundError, FloatingPointError) as err:  # bad data or settings; CheckpointError too
         if args.debug:
             raise
@@ -427,7 +495,10 @@ def run_embed(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(help_dataset(argv)).parse_args(argv)
+    if not getattr(args, "debug", False):
+        warnings.showwarning = print_warning_line  # this process is the CLI's: its warnings read as one line each
     if args.command == "train":
         return run_train(args)
     if args.command == "embed":

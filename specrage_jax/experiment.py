@@ -49,6 +49,7 @@ from specrage_jax.evaluate import cluster_scores, kmeans_clusters, svm_metrics
 from specrage_jax.health import HealthReport, embedding_problems
 from specrage_jax.pipeline import save_inference_model
 from specrage_jax.pretrain import TrainedNet
+from specrage_jax.run_plan import Stage, stage_plan
 from specrage_jax.siamese import train_siamese
 from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
 from specrage_jax.steps import SpecRaGEState, create_state
@@ -560,7 +561,7 @@ def run_experiment(
     dataset: str, config: ExperimentConfig, *, seed: int, out_dir: str | Path | None = None,
     data_dir: str | None = None, figure: bool = True, resume: bool = False, mesh: Mesh | None = None,
     stream: bool | None = None, cache_dir: str | Path | None = None, eval_max_rows: int | None = STREAM_EVAL_MAX_ROWS,
-    report: Callable[[dict[str, Any]], None] | None = None,
+    report: Callable[[dict[str, Any], tuple[Stage, ...]], None] | None = None,
 ) -> dict[str, Any]:
     """Trains and evaluates on ``dataset``; with ``out_dir`` writes metrics.json, embedding.png, the
     inference model OUT/model (``checkpoint.save_model``) and, with ``checkpoint.every_epochs`` > 0,
@@ -577,8 +578,8 @@ def run_experiment(
     encode chunk by chunk, and the evaluation subsamples at most ``eval_max_rows`` rows (None: all).
     The in-memory path (``stream`` False) is unchanged.
 
-    ``report`` receives the data-aware settings as resolved ({setting: {value, why}}) before
-    training starts (:func:`train_and_evaluate`).
+    ``report`` receives the data-aware settings as resolved ({setting: {value, why}}) and the
+    stages to train (:func:`run_plan.stage_plan`) before training starts (:func:`train_and_evaluate`).
 
     Returns the metrics dictionary (metrics are fractions in [0, 1]).
 
@@ -605,7 +606,7 @@ def run_experiment(
 def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: ExperimentConfig, *, seed: int,
                 out_dir: str | Path | None, data_dir: str | None, figure: bool, resume: bool, mesh: Mesh | None,
                 start: float, eval_max_rows: int | None = None,
-                report: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                report: Callable[[dict[str, Any], tuple[Stage, ...]], None] | None = None) -> dict[str, Any]:
     """:func:`run_experiment` on loaded (or opened) data."""
     config = with_n_components(config, data.n_classes)
     out = None if out_dir is None else Path(out_dir)
@@ -658,13 +659,14 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
 def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: int, dataset: str | None = None,
                        ckpt_dir: Path | None = None, resume: bool = False, mesh: Mesh | None = None,
                        eval_max_rows: int | None = None,
-                       report: Callable[[dict[str, Any]], None] | None = None) -> RunOutputs:
+                       report: Callable[[dict[str, Any], tuple[Stage, ...]], None] | None = None) -> RunOutputs:
     """Split, preprocess, pre-train, train (checkpointing into ``ckpt_dir`` when given; continuing
     from it with ``resume``) and evaluate; ``config.model.n_components`` must be set. ``dataset``
     names the data in the record (default ``data.name``). ``data`` may be a ``StreamedViews``
     (read from disk on demand); ``eval_max_rows`` then bounds the evaluation (:func:`evaluate_state`).
     Settings left to the data (:meth:`ExperimentConfig.auto`) are resolved on the training split
-    and recorded under "resolved_defaults"; ``report`` receives that record before training."""
+    and recorded under "resolved_defaults"; ``report`` receives that record and the stage plan
+    (:func:`run_plan.stage_plan`) before training."""
     dataset = dataset or data.name
     splits = prepare_splits(data, config, seed=seed)
     config, resolved = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
@@ -672,8 +674,8 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
                          batch_size=config.train.batch_size, n_neighbors=config.graph.n_neighbors,
                          n_components=config.model.n_components, n_clusters=data.n_classes,
                          n_test=len(splits.test_labels), what=f"dataset {dataset!r}")
-    if report is not None and resolved:
-        report(resolved)
+    if report is not None:
+        report(resolved, stage_plan(config, n_train=len(splits.train_labels), n_views=len(data.view_dims)))
     train_start = time.perf_counter()
     pretrained = _pretrain_for_run(splits, config, seed=seed, ckpt_dir=ckpt_dir, resume=resume)
     pretrained = dataclasses.replace(pretrained, codes=unreduced_codes(config, splits, pretrained.codes))

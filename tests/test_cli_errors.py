@@ -24,6 +24,11 @@ def _write_cases(folder: Path) -> dict[str, tuple[list[str], str]]:
     scipy.io.savemat(folder / "noviews.mat", {"something": rng.random((40, 3)), "Y": labels})
     good = folder / "good.npz"
     np.savez(good, view_0=rng.random((40, 3)), view_1=rng.random((40, 3)), labels=labels)
+    np.savez(folder / "emptyview.npz", view_0=rng.random((40, 3)), view_1=np.zeros((40, 0)), labels=labels)
+    np.savez(folder / "thirty.npz", view_0=rng.random((30, 3)), view_1=rng.random((30, 3)), labels=np.arange(30) % 2)
+    np.savez(folder / "manyclasses.npz", view_0=rng.random((40, 3)), view_1=rng.random((40, 3)),
+             labels=np.arange(40) % 12)
+    (folder / "notarun").mkdir(exist_ok=True)
     return {
         "missing file": ([f"file:{folder / 'absent.npz'}"], "no such file"),
         "different sample counts": ([f"file:{folder / 'mismatch.npz'}"], "view_1"),
@@ -33,13 +38,33 @@ def _write_cases(folder: Path) -> dict[str, tuple[list[str], str]]:
         "unknown --set field": ([f"file:{good}", "--set", "model.no_such_field=1"], "no_such_field"),
         "n_components above the batch": ([f"file:{good}", "--set", "model.n_components=500"],
                                          "n_components=500 is larger than the batch"),
+        "empty view": ([f"file:{folder / 'emptyview.npz'}"], "view 1"),
+        "n_neighbors above the batch": ([f"file:{folder / 'thirty.npz'}", "--set", "graph.n_neighbors=30"],
+                                        "lower n_neighbors (graph.n_neighbors)"),
+        "more clusters than test samples": ([f"file:{folder / 'manyclasses.npz'}"],
+                                            "fewer than the 12 clusters"),
+        "unknown dataset": (["nosuchdata"], "unknown dataset"),
+        "resume without a run": (["--resume", str(folder / "notarun")], "notarun"),
     }
 
 
 def _specrage(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specrage_jax.cli", "train", "--dataset", *args, "--quiet",
-                           "--no-figure", "--out", str(cwd / "run")], capture_output=True, text=True, cwd=cwd,
+    if args[0] == "--resume":
+        return _cli(["train", *args, "--quiet"], cwd)
+    return _cli(["train", "--dataset", *args, "--quiet", "--no-figure", "--out", str(cwd / "run")], cwd)
+
+
+def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specrage_jax.cli", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=120)
+
+
+def assert_one_line(done: subprocess.CompletedProcess, fragment: str) -> None:
+    lines = [line for line in done.stderr.splitlines()
+             if line.strip() and not line.startswith("specrage: warning: ") and "Warning" not in line]
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(lines) == 1 and lines[0].startswith("specrage: ") and fragment in lines[0], done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +73,61 @@ def cases(tmp_path_factory):
     return folder, _write_cases(folder)
 
 
-@pytest.mark.parametrize("name", ["missing file", "different sample counts", "NaN features", "one sample",
-                                  ".mat without views", "unknown --set field", "n_components above the batch"])
+TRAIN_CASES = ["missing file", "different sample counts", "NaN features", "one sample", ".mat without views",
+               "unknown --set field", "n_components above the batch", "empty view", "n_neighbors above the batch",
+               "more clusters than test samples", "unknown dataset", "resume without a run"]
+
+
+@pytest.mark.parametrize("name", TRAIN_CASES)
 def test_expected_failures_end_with_one_line_and_exit_2(cases, name):
     folder, table = cases
     args, fragment = table[name]
     done = _specrage(args, folder)
-    lines = [line for line in done.stderr.splitlines() if line.strip() and "Warning" not in line]
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr
-    assert len(lines) == 1 and lines[0].startswith("specrage: ") and fragment in lines[0], done.stderr
+    assert_one_line(done, fragment)
     assert not (folder / "run" / "metrics.json").exists()  # refused before training, nothing written
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A model saved by the estimator (2 views of widths 3 and 3), for the embed cases."""
+    from specrage_jax import SpecRaGE
+
+    folder = tmp_path_factory.mktemp("embed")
+    rng = np.random.default_rng(1)
+    SpecRaGE(n_clusters=2, random_state=0, max_epochs=1).fit([rng.random((60, 3)), rng.random((60, 3))]).save(
+        folder / "model")
+    partial = rng.random((10, 3))
+    partial[2, 0] = np.nan
+    np.savez(folder / "partial.npz", view_0=partial, view_1=rng.random((10, 3)))
+    np.savez(folder / "three.npz", view_0=rng.random((10, 3)), view_1=rng.random((10, 3)), view_2=rng.random((10, 3)))
+    np.savez(folder / "wide.npz", view_0=rng.random((10, 3)), view_1=rng.random((10, 5)))
+    np.savez(folder / "ok.npz", view_0=rng.random((10, 3)), view_1=rng.random((10, 3)))
+    np.save(folder / "badmask.npy", np.ones((10, 3), bool))
+    return folder
+
+
+EMBED_CASES = {
+    "no model": (["--checkpoint", "nowhere", "--input", "ok.npz"], "no checkpoint at"),
+    "missing input": (["--checkpoint", "model", "--input", "absent.npz"], "no such input file"),
+    "view count": (["--checkpoint", "model", "--input", "three.npz"], "3 views, the model was trained on 2"),
+    "view width": (["--checkpoint", "model", "--input", "wide.npz"], "view 1 has shape (10, 5)"),
+    "partial NaN row": (["--checkpoint", "model", "--input", "partial.npz"], "view 0 holds 1 NaN"),
+    "mask shape": (["--checkpoint", "model", "--input", "ok.npz", "--mask", "badmask.npy"], "(10, 2)"),
+}
+
+
+@pytest.mark.parametrize("name", list(EMBED_CASES))
+def test_embed_failures_end_with_one_line_and_exit_2(model_dir, name):
+    args, fragment = EMBED_CASES[name]
+    done = _cli(["embed", *args, "--output", "y.npy"], model_dir)
+    assert_one_line(done, fragment)
+    assert not (model_dir / "y.npy").exists()
+
+
+def test_epoch_bounds_must_be_positive(cases):
+    folder, _ = cases
+    done = _cli(["train", "--dataset", "blobs", "--epochs", "0"], folder)
+    assert done.returncode == 2 and "must be an integer >= 1" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_debug_shows_the_traceback(cases):

@@ -1,0 +1,56 @@
+"""What the CLI says before it trains: the stages with their epochs and bounds, the values a named
+dataset trains with in --help, and a first checkpoint right after the first epoch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specrage_jax.cli import build_parser, help_dataset, main
+from specrage_jax.config import preset
+from specrage_jax.run_plan import format_plan, stage_plan
+
+
+def test_the_plan_lists_every_stage_with_its_bound():
+    stages = stage_plan(preset("infinitemnist:20000"), n_train=14400, n_views=2)
+    assert [s.name for s in stages] == ["autoencoders", "Siamese nets", "SpecRaGE"]
+    autoencoders, siamese, specrage = stages
+    assert (autoencoders.nets, autoencoders.epochs, autoencoders.steps_per_epoch) == (2, 100, 14400 // 256)
+    assert siamese.steps_per_epoch == 14400 * 2 * 5 // 512 and "--siamese-epochs" in siamese.bound_by
+    assert specrage.epochs == 25 and "--epochs" in specrage.bound_by
+    lines = format_plan(stages)
+    assert lines[0].startswith("1. autoencoders: 2 nets x 100 epochs x 56 steps of 256 rows (11,200 steps")
+
+
+def test_stage_bounds_from_the_command_line_reach_their_stage(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    labels = np.arange(90) % 3
+    path = tmp_path / "mine.npz"
+    np.savez(path, view_0=rng.random((90, 4)) + labels[:, None], view_1=rng.random((90, 3)), labels=labels)
+    code = main(["train", "--dataset", f"file:{path}", "--out", str(tmp_path / "run"), "--quiet", "--no-figure",
+                 "--epochs", "2", "--autoencoder-epochs", "1", "--siamese-epochs", "1",
+                 "--set", "autoencoder.enabled=true", "--set", "siamese.enabled=true",
+                 "--set", "data.val_fraction=0"])
+    out = capsys.readouterr().out
+    assert code == 0
+    plan = out[out.index("stages to train:"):out.index("file:")]
+    assert "1. autoencoders: 2 nets x 1 epochs" in plan and "2. Siamese nets: 2 nets x 1 epochs" in plan
+    assert "3. SpecRaGE: 2 epochs" in plan
+    # the default checkpointing (after an epoch once a minute has passed) still saves the first epoch
+    assert (tmp_path / "run" / "checkpoints" / "epoch_1").is_dir()
+
+
+def test_help_shows_the_values_a_named_dataset_trains_with(capsys):
+    assert help_dataset(["train", "--dataset", "handwritten", "--help"]) == "handwritten"
+    assert help_dataset(["train", "--dataset=bdgp", "-h"]) == "bdgp"
+    assert help_dataset(["train", "--dataset", "bdgp"]) is None
+    with pytest.raises(SystemExit):
+        main(["train", "--dataset", "handwritten", "--help"])
+    text = capsys.readouterr().out
+    assert "as --dataset handwritten trains with them" in text
+    assert f"graph.n_neighbors = {preset('handwritten').graph.n_neighbors} *" in text
+    with pytest.raises(SystemExit):
+        main(["train", "--dataset", "file:mine.npz", "--help"])
+    assert "graph.n_neighbors = chosen from the data" in capsys.readouterr().out
+    generic = build_parser().format_help()
+    assert generic  # the top-level help still builds without a dataset
