@@ -362,7 +362,7 @@ def run_train(args: argparse.Namespace) -> int:
                                     checkpoint_every=args.checkpoint_every, keep_checkpoints=args.keep_checkpoints)
             out = args.out or f"runs/{dataset}-seed{seed}"
     except ValueError as err:  # CheckpointError included
-        print(f"specrage: {err}", file=sys.stderr)
+        print(f"specrage: {one_line(err)}", file=sys.stderr)
         return 2
     if args.print_config:
         print(json.dumps(dataclasses.asdict(config), indent=2))
@@ -370,7 +370,7 @@ def run_train(args: argparse.Namespace) -> int:
     try:
         check_stream_request(dataset, stream, data_dir, config)
     except (ValueError, FileNotFoundError) as err:
-        print(f"specrage: {err}", file=sys.stderr)
+        print(f"specrage: {one_line(err)}", file=sys.stderr)
         return 2
     from specrage_jax.experiment import run_experiment
     from specrage_jax.sharding import check_batch_divisible, make_data_mesh
@@ -379,7 +379,7 @@ def run_train(args: argparse.Namespace) -> int:
         mesh = make_data_mesh(args.devices)
         check_batch_divisible(config.train.batch_size, mesh)
     except ValueError as err:
-        print(f"specrage: {err}", file=sys.stderr)
+        print(f"specrage: {one_line(err)}", file=sys.stderr)
         return 2
     try:
         result = run_experiment(dataset, config, seed=seed, out_dir=out, data_dir=data_dir,

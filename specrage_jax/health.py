@@ -7,7 +7,7 @@ each such problem with what to try; the estimator warns with them (:class:`Degen
 the CLI prints them and ``metrics.json`` records them under ``test.health``.
 
 Thresholds (measured, BUILD_NOTES.md "Degenerate results"): healthy runs have an orthogonality
-error (max |Y^T Y / m - I|) of 0.04-0.25 on held-out rows, so 1.0 (off by the identity's own
+error (max |Y^T Y / m - I|) of 0.02-0.25 on held-out rows, so 1.0 (off by the identity's own
 scale) is far outside them; a relative spread below 1e-4 means the rows agree to about 1%.
 """
 
