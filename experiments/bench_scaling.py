@@ -161,9 +161,9 @@ def task_generate(p: dict) -> dict:
 
 
 def task_ae(p: dict) -> dict:
-    from specrage_jax.autoencoder import train_autoencoder
     from specrage_jax.config import AutoencoderConfig
     from specrage_jax.data.stream import map_views_in_chunks, open_views_memmap
+    from specrage_jax.training.autoencoder import train_autoencoder
 
     data = open_views_memmap(p["data"])
     rng = np.random.default_rng(p["seed"])
@@ -185,9 +185,14 @@ def task_specrage(p: dict) -> dict:
     import jax
 
     from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
-    from specrage_jax.data.stream import memmap_batches, open_views_memmap, prefetch_to_device
-    from specrage_jax.steps import Batch, create_state, train_step
-    from specrage_jax.train import estimate_view_scales
+    from specrage_jax.data.stream import (
+        memmap_batches,
+        open_views_memmap,
+        prefetch_to_device,
+    )
+    from specrage_jax.nets.state import create_state
+    from specrage_jax.training.loop import estimate_view_scales
+    from specrage_jax.training.steps import Batch, train_step
 
     start = time.perf_counter()
     data = open_views_memmap(p["data"])
@@ -202,7 +207,11 @@ def task_specrage(p: dict) -> dict:
                          seed=p["seed"], view_scales=scales)
     put = mesh = None
     if p["devices"] > 1:
-        from specrage_jax.sharding import make_data_mesh, replicate, shard_batch
+        from specrage_jax.training.sharding import (
+            make_data_mesh,
+            replicate,
+            shard_batch,
+        )
 
         mesh = make_data_mesh(p["devices"])
         state = replicate(state, mesh)
@@ -256,8 +265,11 @@ def specrage_on_device(p: dict, data, state, *, mesh, setup_s: float, scales) ->
     epoch includes compilation; ``epoch_s`` is the median of the others (of the one, if alone)."""
     import jax
 
-    from specrage_jax.device_epoch import put_training_data, train_epoch_on_device
-    from specrage_jax.train import batch_indices, epoch_rngs
+    from specrage_jax.training.device_epoch import (
+        put_training_data,
+        train_epoch_on_device,
+    )
+    from specrage_jax.training.loop import batch_indices, epoch_rngs
 
     n, m = data.n, p["batch_size"]
     start = time.perf_counter()
@@ -317,7 +329,7 @@ def exact_knn(x: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
 def knn_laplacian(dists: np.ndarray, index: np.ndarray, bandwidth_factor: float = 2.0):
     """L = D - (W + W^T)/2 (scipy CSR) of the kNN Gaussian graph of squared distances (n, l), sigma
     the median l-th neighbour distance: ``baselines.sparse_gaussian_graph`` + ``sparse_laplacian``."""
-    from specrage_jax.baselines import sparse_gaussian_graph, sparse_laplacian
+    from specrage_jax.ops.spectral import sparse_gaussian_graph, sparse_laplacian
 
     return sparse_laplacian(sparse_gaussian_graph(dists, index, sigma_neighbor=index.shape[1],
                                                   bandwidth_factor=bandwidth_factor))

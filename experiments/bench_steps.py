@@ -21,7 +21,7 @@ repeats; compilation is excluded from the rates and reported on its own):
 4. With ``--profile``: the same-run cost of the pieces (forward, forward+backward, the
    affinity and its parts, the loss, the QR layer, Adam, each dense layer's matmul shape), built
    from the library's own functions.
-5. With ``--devices N``: the same iteration data-parallel (``specrage_jax.sharding``: state
+5. With ``--devices N``: the same iteration data-parallel (``specrage_jax.training.sharding``: state
    replicated, every pool batch sharded over a 'data' mesh of N devices). Without an
    accelerator N host devices are forced; they share the same cores, so on CPU this exercises
    the sharded path and its collectives, it is not a speed-up. XLA's cost analysis then counts
@@ -75,20 +75,30 @@ def _force_host_devices(argv: Sequence[str]) -> None:
 
 _force_host_devices(sys.argv)
 
-import numpy as np
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
+import specrage_jax.training.steps as steps_module
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.nets.state import create_state
 from specrage_jax.ops.affinity import (
-    knn_gaussian_affinity, median_neighbor_scale, nearest_neighbors, pairwise_sq_distances,
+    knn_gaussian_affinity,
+    median_neighbor_scale,
+    nearest_neighbors,
+    pairwise_sq_distances,
 )
 from specrage_jax.ops.laplacian import weighted_laplacian_loss
 from specrage_jax.ops.ortho import orthonormalizer
-import specrage_jax.steps as steps_module
-from specrage_jax.steps import Batch, _fuse, batch_affinities, create_state, grad_step, ortho_step
-from specrage_jax.sharding import make_data_mesh, replicate, shard_batch
+from specrage_jax.training.sharding import make_data_mesh, replicate, shard_batch
+from specrage_jax.training.steps import (
+    Batch,
+    _fuse,
+    batch_affinities,
+    grad_step,
+    ortho_step,
+)
 
 CASES = {"784": (784, 784), "240_216": (240, 216)}
 

@@ -13,9 +13,15 @@ import json
 import time
 
 from specrage_jax.data import load_dataset
-from specrage_jax.embed import embed
-from specrage_jax.evaluate import kmeans_metrics
-from specrage_jax.experiment import evaluate_state, prepare_splits, pretrain, train_on_splits, preset_config
+from specrage_jax.evaluation.metrics import kmeans_metrics
+from specrage_jax.nets.embed import embed
+from specrage_jax.runs.experiment import (
+    evaluate_state,
+    prepare_splits,
+    preset_config,
+    pretrain,
+    train_on_splits,
+)
 
 
 def main() -> None:

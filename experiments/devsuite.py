@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 from specrage_jax import SpecRaGE
 from specrage_jax.data import MultiViewData, load_dataset, split_indices
 from specrage_jax.data.loaders import load_mat
-from specrage_jax.evaluate import clustering_accuracy
+from specrage_jax.evaluation.metrics import clustering_accuracy
 
 PAPER_DATASETS = {"handwritten": 0.93, "bdgp": 0.95, "digits": 0.97}  # name -> the test ACC the defaults must reach
 KMEANS_SEEDS = range(5)

@@ -6,7 +6,7 @@ for outliers and for noise, on BDGP by default.
     PYTHONPATH=. python experiments/fusion_comparison.py --data-dir ../shared/datasets --resume \
         --fusions weighting average concat linear attention
 
-Protocol: as experiments/robustness_curves.py (specrage_jax.robustness): the whole dataset is
+Protocol: as experiments/robustness_curves.py (specrage_jax.runs.robustness): the whole dataset is
 contaminated before the split (train, validation and test rows alike); outliers = ADBench global
 anomalies (alpha 1.1) in view ``--outlier-view`` (default 0, BDGP's visual view); noise = N(0,
 (1.2 std_j)^2) in one random view per chosen sample; clean and contaminated runs share the seed;
@@ -33,8 +33,13 @@ import sys
 from pathlib import Path
 
 from specrage_jax.config import FUSIONS
-from specrage_jax.robustness import (
-    Method, add_curve_arguments, degradation_table, learnable_weight_overrides, paper_loss_overrides, write_curve_file,
+from specrage_jax.runs.robustness import (
+    Method,
+    add_curve_arguments,
+    degradation_table,
+    learnable_weight_overrides,
+    paper_loss_overrides,
+    write_curve_file,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -23,10 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
-from specrage_jax.experiment import prepare_run, train_on_splits, write_json_atomic
-from specrage_jax.monitor import SpectralMonitor, density_matched_graph, spectral_reference
-from specrage_jax.steps import create_state
-from specrage_jax.plots import figure_script_parser, save_figure
+from specrage_jax.evaluation.monitor import (
+    SpectralMonitor,
+    density_matched_graph,
+    spectral_reference,
+)
+from specrage_jax.nets.state import create_state
+from specrage_jax.runs.experiment import prepare_run, train_on_splits, write_json_atomic
+from specrage_jax.runs.plots import figure_script_parser, save_figure
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -23,12 +23,19 @@ from typing import Any
 
 import numpy as np
 
-from specrage_jax.baselines import mean_laplacian_eigenvectors
 from specrage_jax.config import config_to_dict
 from specrage_jax.data import load_dataset
-from specrage_jax.embed import embed
-from specrage_jax.evaluate import kmeans_metrics, summarize_seeds
-from specrage_jax.experiment import environment_info, evaluate_state, prepare_splits, pretrain, train_on_splits, preset_config
+from specrage_jax.evaluation.metrics import kmeans_metrics, summarize_seeds
+from specrage_jax.nets.embed import embed
+from specrage_jax.ops.spectral import mean_laplacian_eigenvectors
+from specrage_jax.runs.experiment import (
+    environment_info,
+    evaluate_state,
+    prepare_splits,
+    preset_config,
+    pretrain,
+    train_on_splits,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -1,12 +1,12 @@
 """Robustness curves (the paper's Fig. "robust_exp"): relative k-means ACC degradation (%) of
-SpecRaGE and the alignment baseline (MvSCN-style, specrage_jax.alignment) against the fraction
+SpecRaGE and the alignment baseline (MvSCN-style, specrage_jax.evaluation.alignment) against the fraction
 of contaminated samples (10-40 %), for outliers and for noise.
 
     PYTHONPATH=. python experiments/robustness_curves.py --datasets blobs
     PYTHONPATH=. python experiments/robustness_curves.py --datasets bdgp handwritten \
         --data-dir ../shared/datasets --resume --reuse experiments/results/fusion_bdgp.json
 
-Protocol (specrage_jax.robustness): the whole dataset is contaminated before the split, so
+Protocol (specrage_jax.runs.robustness): the whole dataset is contaminated before the split, so
 training, validation and test rows are contaminated alike (the paper contaminates the data set
 and clusters it). Outliers: ADBench global anomalies (alpha 1.1) replace view ``--outlier-view``
 (default 0) of a fraction of the samples; noise: N(0, (1.2 std_j)^2) added to one random view
@@ -18,7 +18,7 @@ per seed, then mean and std over ``--seeds`` (the JSON records n_seeds).
 Methods: "specrage" = the paper's method as published: the weighting fusion under Eq. 4 (the
 per-sample weights alpha_i alpha_j inside every view's affinity, ``graph.weights_in_affinity=true``)
 at the paper's temperature (T 250 on BDGP, T 90 on blobs and Handwritten; see
-specrage_jax.robustness.paper_loss_overrides; the presets themselves pin the weights with T 250000
+specrage_jax.runs.robustness.paper_loss_overrides; the presets themselves pin the weights with T 250000
 on BDGP/Handwritten). Down-weighting a contaminated view then also removes its edges from that
 view's graph, which is what makes the fusion robust (BUILD_NOTES, issue 6, session 4). "alignment" = per-view SpectralNets + MSE alignment on
 the same preprocessed splits (graph on the input views, l = the preset's, SpecRaGE's widths, k,
@@ -36,7 +36,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from specrage_jax.robustness import Method, add_curve_arguments, degradation_table, paper_loss_overrides, write_curve_file
+from specrage_jax.runs.robustness import (
+    Method,
+    add_curve_arguments,
+    degradation_table,
+    paper_loss_overrides,
+    write_curve_file,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("specrage", "alignment")

@@ -6,7 +6,7 @@ chosen epochs): how the clusters form.
 
 After each epoch listed in --epochs (1-based: "after epoch N"), the validation rows are embedded
 with the current state; after training each snapshot gets a 2-D t-SNE (sklearn, through
-specrage_jax.plots.two_d_projection; PCA above its size limit) and a k-means ACC on the
+specrage_jax.runs.plots.two_d_projection; PCA above its size limit) and a k-means ACC on the
 validation labels. Writes experiments/results/tsne_<dataset>.json (epochs, ACCs, 2-D
 coordinates, labels) and a PNG grid beside it. Epochs past the end of training (early stop) are
 skipped and listed in "missed_epochs".
@@ -21,11 +21,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from specrage_jax.embed import embed
-from specrage_jax.evaluate import kmeans_metrics
-from specrage_jax.experiment import prepare_run, train_on_splits, write_json_atomic
-from specrage_jax.plots import figure_script_parser, save_figure, two_d_projection
-from specrage_jax.steps import SpecRaGEState
+from specrage_jax.evaluation.metrics import kmeans_metrics
+from specrage_jax.nets.embed import embed
+from specrage_jax.nets.state import SpecRaGEState
+from specrage_jax.runs.experiment import prepare_run, train_on_splits, write_json_atomic
+from specrage_jax.runs.plots import figure_script_parser, save_figure, two_d_projection
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

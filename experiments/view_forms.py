@@ -24,11 +24,21 @@ from typing import Any
 
 import numpy as np
 
-from specrage_jax.embed import embed
-from specrage_jax.experiment import evaluate_state, prepare_run, train_on_splits, write_json_atomic
-from specrage_jax.monitor import density_matched_graph, spectral_reference
-from specrage_jax.ops.diagnostics import grassmann_distance_sq, laplacian_quadratic_forms, off_diagonal_ratio, ritz_basis
-from specrage_jax.plots import figure_script_parser, save_figure, view_label
+from specrage_jax.evaluation.monitor import density_matched_graph, spectral_reference
+from specrage_jax.nets.embed import embed
+from specrage_jax.ops.diagnostics import (
+    grassmann_distance_sq,
+    laplacian_quadratic_forms,
+    off_diagonal_ratio,
+    ritz_basis,
+)
+from specrage_jax.runs.experiment import (
+    evaluate_state,
+    prepare_run,
+    train_on_splits,
+    write_json_atomic,
+)
+from specrage_jax.runs.plots import figure_script_parser, save_figure, view_label
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BASES = ("network", "ritz", "exact")

@@ -5,7 +5,7 @@ independently into each view, the weight a test sample gets for a view, clean vs
     PYTHONPATH=. python experiments/weight_histogram.py --paper-loss # Eq. 4 exactly (collapses)
 
 The whole data set is contaminated before the split (train and test alike, ADBench global
-anomalies, specrage_jax.contamination.inject_outliers with view=None); the weights are those of
+anomalies, specrage_jax.data.contamination.inject_outliers with view=None); the weights are those of
 the test split. "clean" = a test sample with no contaminated view; "contaminated" (view v) = a
 test sample whose view v was replaced. Writes experiments/results/weight_histogram_<dataset>.json
 (per-view means, medians, histograms, test k-means ACC) and a PNG beside it.
@@ -23,11 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from specrage_jax.contamination import inject_outliers
 from specrage_jax.data import load_dataset, split_indices
-from specrage_jax.experiment import evaluate_state, prepare_run, train_on_splits, write_json_atomic
-from specrage_jax.plots import figure_script_parser, save_figure, view_label
-from specrage_jax.robustness import subsample
+from specrage_jax.data.contamination import inject_outliers
+from specrage_jax.runs.experiment import (
+    evaluate_state,
+    prepare_run,
+    train_on_splits,
+    write_json_atomic,
+)
+from specrage_jax.runs.plots import figure_script_parser, save_figure, view_label
+from specrage_jax.runs.robustness import subsample
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Eq. 1 on the fused Y (alpha only in the fusion), a weak per-sample entropy pull to 1/V (without it

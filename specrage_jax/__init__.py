@@ -10,6 +10,7 @@ The jitted steps are importable directly::
     from specrage_jax import create_state, ortho_step, grad_step, Batch
 """
 
+from specrage_jax.api.estimator import SpecRaGE
 from specrage_jax.config import (
     DataConfig,
     EvalConfig,
@@ -21,19 +22,29 @@ from specrage_jax.config import (
     apply_overrides,
     preset,
 )
-from specrage_jax.checkpoint import CheckpointError, LoadedModel, TrainingCheckpointer, load_model, save_model
-from specrage_jax.embed import embed
-from specrage_jax.estimator import SpecRaGE
-from specrage_jax.model import OrthoWeight, SpecRaGENet
-from specrage_jax.steps import (
-    Batch, SpecRaGEState, create_state, eval_loss, grad_step, ortho_step, predict, train_step,
+from specrage_jax.data.views import ViewSplitter
+from specrage_jax.nets.embed import embed
+from specrage_jax.nets.model import OrthoWeight, SpecRaGENet
+from specrage_jax.nets.state import SpecRaGEState, create_state, predict
+from specrage_jax.training.checkpoint import (
+    CheckpointError,
+    LoadedModel,
+    TrainingCheckpointer,
+    load_model,
+    save_model,
 )
-from specrage_jax.train import History, fit
-from specrage_jax.views import ViewSplitter
-
-__version__ = "0.1.0"
+from specrage_jax.training.loop import History, fit
+from specrage_jax.training.steps import (
+    Batch,
+    eval_loss,
+    grad_step,
+    ortho_step,
+    train_step,
+)
+from specrage_jax.version import __version__
 
 __all__ = [
+    "__version__",
     "Batch",
     "CheckpointError",
     "LoadedModel",

@@ -5,7 +5,7 @@
     specrage train --resume DIR
     specrage embed --checkpoint DIR --input FILE --output FILE.npy [--weights FILE.npy] [--mask FILE.npy]
 
-Argument parsing only; the work is :func:`specrage_jax.experiment.run_experiment` and
+Argument parsing only; the work is :func:`specrage_jax.runs.experiment.run_experiment` and
 :meth:`specrage_jax.SpecRaGE.load` (``specrage embed`` embeds exactly as ``transform`` does).
 """
 
@@ -24,7 +24,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, describe_fields, preset
+from specrage_jax.config import (
+    ExperimentConfig,
+    apply_overrides,
+    config_from_dict,
+    describe_fields,
+    preset,
+)
 from specrage_jax.data import dataset_names, is_dataset_name
 
 # Unless told otherwise `specrage train` checkpoints after its first epoch, then after an epoch when a
@@ -81,9 +87,9 @@ def help_dataset(argv: Sequence[str]) -> str | None:
 
 
 def _version() -> str:
-    import specrage_jax
+    from specrage_jax.version import __version__
 
-    return specrage_jax.__version__
+    return __version__
 
 
 def positive_int(text: str) -> int:
@@ -234,7 +240,7 @@ def resolve_resume(args: argparse.Namespace) -> tuple[str, int, ExperimentConfig
     Raises:
       ValueError: naming each conflicting setting.
     """
-    from specrage_jax.experiment import config_differences, read_run_record
+    from specrage_jax.runs.experiment import config_differences, read_run_record
 
     record = read_run_record(args.resume)
     recorded = config_from_dict(record["config"])
@@ -279,8 +285,8 @@ def metrics_table(result: dict) -> str:
 
 def print_run_plan(resolved: dict[str, Any], stages: Sequence[Any]) -> None:
     """Prints the settings chosen from the data (if any) and the stages to train, before training."""
-    from specrage_jax.defaults import format_choices
-    from specrage_jax.run_plan import format_plan
+    from specrage_jax.runs.run_plan import format_plan
+    from specrage_jax.training.defaults import format_choices
 
     if resolved:
         print("settings chosen from the data (any --set value wins):")
@@ -315,7 +321,7 @@ def stream_choice(flag: str, recorded: bool | None = None) -> bool | None:
 
 def eval_max_rows(value: int | None) -> int | None:
     """--eval-max-rows as run_experiment's ``eval_max_rows`` (0: every row; unset: the default)."""
-    from specrage_jax.experiment import STREAM_EVAL_MAX_ROWS
+    from specrage_jax.runs.experiment import STREAM_EVAL_MAX_ROWS
 
     if value is None:
         return STREAM_EVAL_MAX_ROWS
@@ -328,7 +334,7 @@ def check_stream_request(dataset: str, stream: bool | None, data_dir: str | None
     """ValueError before any work when the run would stream a dataset that cannot stream, or with a
     fitted scaler (streamed runs take data.preprocess=none)."""
     from specrage_jax.data import parse_dataset_name
-    from specrage_jax.experiment import should_stream
+    from specrage_jax.runs.experiment import should_stream
 
     if not should_stream(dataset, stream, data_dir):
         return
@@ -347,7 +353,7 @@ def run_train(args: argparse.Namespace) -> int:
         if args.resume is not None:
             dataset, seed, config, data_dir = resolve_resume(args)
             out = args.resume
-            from specrage_jax.experiment import read_run_record
+            from specrage_jax.runs.experiment import read_run_record
 
             stream = stream_choice(args.stream, read_run_record(out).get("stream"))
         else:
@@ -372,8 +378,8 @@ def run_train(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"specrage: {one_line(err)}", file=sys.stderr)
         return 2
-    from specrage_jax.experiment import run_experiment
-    from specrage_jax.sharding import check_batch_divisible, make_data_mesh
+    from specrage_jax.runs.experiment import run_experiment
+    from specrage_jax.training.sharding import check_batch_divisible, make_data_mesh
 
     try:
         mesh = make_data_mesh(args.devices)
@@ -413,8 +419,13 @@ def read_input_views(
     Raises:
       FileNotFoundError, ValueError: naming the file and, for a wrong shape, the view.
     """
-    from specrage_jax.data.loaders import find_view_sources, npz_view_keys, read_mat_variables, select_views
-    from specrage_jax.data.loaders import dense_float32
+    from specrage_jax.data.loaders import (
+        dense_float32,
+        find_view_sources,
+        npz_view_keys,
+        read_mat_variables,
+        select_views,
+    )
 
     file = Path(path)
     if not file.is_file():
@@ -474,7 +485,7 @@ def read_mask(path: str | None, n_samples: int, n_views: int) -> np.ndarray | No
 
 
 def run_embed(args: argparse.Namespace) -> int:
-    from specrage_jax.estimator import SpecRaGE
+    from specrage_jax.api.estimator import SpecRaGE
 
     try:
         views = None if args.views is None else [int(v) for v in args.views.split(",") if v.strip()]

@@ -33,7 +33,7 @@ ACTIVATIONS = ("relu", "leaky_relu", "tanh", "gelu", "none")
 FUSIONS = ("weighting", "average", "linear", "concat", "attention")
 OUTPUT_ROWS = ("raw", "unit")
 PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2")
-AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.defaults)
+AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.training.defaults)
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class ModelConfig:
 
     n_components: int = _f(0, "embedding dimension k; 0 means the number of classes")
     view_hidden: tuple[int, ...] = _f((1024, 1024, 512), "hidden widths of every per-view MLP; (0,) means "
-                                                          "resolved from the data at fit (specrage_jax.defaults)")
+                                                          "resolved from the data at fit (specrage_jax.training.defaults)")
     hidden_activation: str = _f("leaky_relu", "view-net hidden activation: relu|leaky_relu|tanh|gelu")
     leaky_relu_slope: float = _f(0.01, "negative slope of leaky_relu")
     output_activation: str = _f("none", "view-net output activation: none (paper) | tanh (published code)")
@@ -266,7 +266,7 @@ class ExperimentConfig:
         """The data-aware defaults: what ``SpecRaGE()`` and ``specrage train --dataset file:PATH`` use.
 
         The settings whose good value depends on the data are left unresolved (0, (0,), "auto")
-        and :func:`specrage_jax.defaults.resolve_defaults` fills them at fit from the data's shape
+        and :func:`specrage_jax.training.defaults.resolve_defaults` fills them at fit from the data's shape
         and statistics; the rest are fixed here: view weights held near 1/V (T = 250000, the
         paper's InfiniteMNIST value), the embedding's rows to unit norm. The dataclass defaults
         (``ExperimentConfig()``) are the fixed base the named presets start from.

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specrage_jax.alignment import AlignmentConfig, train_alignment
 from specrage_jax.data import make_blobs_views
-from specrage_jax.evaluate import kmeans_metrics
+from specrage_jax.evaluation.alignment import AlignmentConfig, train_alignment
+from specrage_jax.evaluation.metrics import kmeans_metrics
 
 N_CLUSTERS = 5
 SMALL = dict(hidden=(64, 64), n_components=N_CLUSTERS, n_neighbors=10, epochs=10, batch_size=256)

@@ -14,22 +14,35 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from specrage_jax.checkpoint import (
-    RECORD_ITEM, CheckpointError, CheckpointWarning, TrainingCheckpointer, load_model, save_model,
-    write_file_manifest,
-)
+from specrage_jax.api.pipeline import load_pipeline, save_inference_model
 from specrage_jax.cli import main
-from specrage_jax.autoencoder import train_autoencoder
 from specrage_jax.config import (
-    AutoencoderConfig, DataConfig, ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, TrainConfig, config_from_dict,
-    config_to_dict, preset,
+    AutoencoderConfig,
+    DataConfig,
+    ExperimentConfig,
+    GraphConfig,
+    ModelConfig,
+    OrthoConfig,
+    TrainConfig,
+    config_from_dict,
+    config_to_dict,
+    preset,
 )
 from specrage_jax.data import apply_view_scalers, fit_view_scalers, load_dataset
-from specrage_jax.embed import embed
-from specrage_jax.pipeline import load_pipeline, save_inference_model
-from specrage_jax.stages import encode_views
-from specrage_jax.steps import create_state
-from specrage_jax.train import fit
+from specrage_jax.nets.embed import embed
+from specrage_jax.nets.state import create_state
+from specrage_jax.training.autoencoder import train_autoencoder
+from specrage_jax.training.checkpoint import (
+    RECORD_ITEM,
+    CheckpointError,
+    CheckpointWarning,
+    TrainingCheckpointer,
+    load_model,
+    save_model,
+    write_file_manifest,
+)
+from specrage_jax.training.loop import fit
+from specrage_jax.training.stages import encode_views
 
 MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
 GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")

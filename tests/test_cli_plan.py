@@ -8,7 +8,7 @@ import pytest
 
 from specrage_jax.cli import build_parser, help_dataset, main
 from specrage_jax.config import preset
-from specrage_jax.run_plan import format_plan, stage_plan
+from specrage_jax.runs.run_plan import format_plan, stage_plan
 
 
 def test_the_plan_lists_every_stage_with_its_bound():

@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specrage_jax.contamination import global_anomalies, inject_noise, inject_outliers
+from specrage_jax.data.contamination import (
+    global_anomalies,
+    inject_noise,
+    inject_outliers,
+)
 
 
 def two_views(n: int = 400, seed: int = 0) -> list[np.ndarray]:

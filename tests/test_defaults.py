@@ -16,16 +16,42 @@ import pytest
 from sklearn.cluster import KMeans
 
 from specrage_jax import SpecRaGE
-from specrage_jax.config import AUTO_WIDTHS, ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, apply_overrides, preset
-from specrage_jax.data.loaders import load_mat
-from specrage_jax.data.preprocess import auto_view_kind, fit_view_scalers, graph_input_views, scaler_from_tree
-from specrage_jax.defaults import (
-    DataShape, choose_neighbor_count, eigengap_neighbor_count, eigengap_score, epoch_plan, full_batch_size,
-    hidden_widths, resolve_defaults,
+from specrage_jax.config import (
+    AUTO_WIDTHS,
+    ExperimentConfig,
+    GraphConfig,
+    ModelConfig,
+    OrthoConfig,
+    apply_overrides,
+    preset,
 )
-from specrage_jax.evaluate import clustering_accuracy
+from specrage_jax.data.loaders import load_mat
+from specrage_jax.data.preprocess import (
+    auto_view_kind,
+    fit_view_scalers,
+    graph_input_views,
+    scaler_from_tree,
+)
+from specrage_jax.evaluation.metrics import clustering_accuracy
+from specrage_jax.nets.state import create_state
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
-from specrage_jax.steps import Batch, batch_affinities, create_state, edge_graph, full_batch_step, train_step
+from specrage_jax.training.defaults import (
+    DataShape,
+    choose_neighbor_count,
+    eigengap_neighbor_count,
+    eigengap_score,
+    epoch_plan,
+    full_batch_size,
+    hidden_widths,
+    resolve_defaults,
+)
+from specrage_jax.training.steps import (
+    Batch,
+    batch_affinities,
+    edge_graph,
+    full_batch_step,
+    train_step,
+)
 
 DEVSUITE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "devsuite"
 
@@ -238,8 +264,8 @@ def test_defaults_cluster_webkb_above_its_naive_baseline():
 
 
 def test_cli_resolves_prints_and_records_the_defaults_of_a_file_dataset(tmp_path, capsys):
+    from specrage_jax.api.pipeline import load_pipeline
     from specrage_jax.cli import main
-    from specrage_jax.pipeline import load_pipeline
 
     x, labels = clustered(180, 3, 6, seed=11)
     path = tmp_path / "mine.npz"

@@ -8,14 +8,18 @@ import json
 import numpy as np
 import pytest
 
-from specrage_jax.baselines import mean_laplacian_eigenvectors
 from specrage_jax.cli import main
 from specrage_jax.config import preset
 from specrage_jax.data import load_dataset
-from specrage_jax.embed import embed
-from specrage_jax.evaluate import kmeans_metrics
-from specrage_jax.experiment import prepare_splits, train_on_splits, with_n_components
+from specrage_jax.evaluation.metrics import kmeans_metrics
+from specrage_jax.nets.embed import embed
 from specrage_jax.ops.diagnostics import grassmann_distance_sq
+from specrage_jax.ops.spectral import mean_laplacian_eigenvectors
+from specrage_jax.runs.experiment import (
+    prepare_splits,
+    train_on_splits,
+    with_n_components,
+)
 
 
 def _train(dataset: str, **train_changes):

@@ -20,7 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from specrage_jax import SpecRaGE, ViewSplitter
 from specrage_jax.data import load_dataset, make_blobs_views
-from specrage_jax.evaluate import clustering_accuracy
+from specrage_jax.evaluation.metrics import clustering_accuracy
 
 SMALL = dict(n_clusters=5, n_neighbors=5, batch_size=64, max_epochs=2, view_hidden=(32,), weighting_hidden=(8,),
              random_state=0)

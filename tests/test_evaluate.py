@@ -1,4 +1,4 @@
-"""Tests for specrage_jax.evaluate: clustering accuracy, k-means and SVM metrics, seed summaries."""
+"""Tests for specrage_jax.evaluation.metrics: clustering accuracy, k-means and SVM metrics, seed summaries."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specrage_jax.evaluate import clustering_accuracy, kmeans_metrics, summarize_seeds, svm_metrics
+from specrage_jax.evaluation.metrics import (
+    clustering_accuracy,
+    kmeans_metrics,
+    summarize_seeds,
+    svm_metrics,
+)
 
 
 def brute_force_accuracy(labels_true: np.ndarray, labels_pred: np.ndarray) -> float:

@@ -11,11 +11,17 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from specrage_jax.config import FUSIONS, GraphConfig, ModelConfig, OrthoConfig, TrainConfig
+from specrage_jax.config import (
+    FUSIONS,
+    GraphConfig,
+    ModelConfig,
+    OrthoConfig,
+    TrainConfig,
+)
 from specrage_jax.data import make_blobs_views
-from specrage_jax.model import SpecRaGENet
-from specrage_jax.steps import create_state
-from specrage_jax.train import fit
+from specrage_jax.nets.model import SpecRaGENet
+from specrage_jax.nets.state import create_state
+from specrage_jax.training.loop import fit
 
 DIMS = (5, 3)
 SMALL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)

@@ -37,7 +37,7 @@ def test_grassmann_curve_script_writes_a_falling_curve(tmp_path):
 
 def test_density_matched_graph_scales_l_and_the_sigma_neighbour():
     from specrage_jax.config import GraphConfig
-    from specrage_jax.monitor import density_matched_graph
+    from specrage_jax.evaluation.monitor import density_matched_graph
 
     graph = density_matched_graph(GraphConfig(n_neighbors=100), 200, 1024)
     assert (graph.n_neighbors, graph.sigma_neighbor) == (20, 20)

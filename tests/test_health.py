@@ -13,7 +13,11 @@ import numpy as np
 import pytest
 
 from specrage_jax import SpecRaGE
-from specrage_jax.health import DegenerateEmbeddingWarning, embedding_problems, relative_spread
+from specrage_jax.evaluation.health import (
+    DegenerateEmbeddingWarning,
+    embedding_problems,
+    relative_spread,
+)
 
 DEVSUITE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "devsuite"
 # The fixed settings the estimator had before its defaults followed the data: on WebKB they put

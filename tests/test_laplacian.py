@@ -185,7 +185,11 @@ def test_mass_normalized_loss_is_eq1_at_uniform_weights_and_blind_to_a_common_sc
 def test_ritz_basis_diagonalizes_the_sum_and_off_diagonal_ratio():
     """ops.diagnostics: the Ritz basis spans the same subspace, is orthonormal, and makes
     Z^T L-bar Z diagonal; for commuting Laplacians it diagonalizes every view."""
-    from specrage_jax.ops.diagnostics import grassmann_distance_sq, off_diagonal_ratio, ritz_basis
+    from specrage_jax.ops.diagnostics import (
+        grassmann_distance_sq,
+        off_diagonal_ratio,
+        ritz_basis,
+    )
 
     rng = np.random.default_rng(0)
     n, k = 30, 4

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from specrage_jax import SpecRaGE
-from specrage_jax.checkpoint import CheckpointWarning, load_model
 from specrage_jax.cli import main
+from specrage_jax.training.checkpoint import CheckpointWarning, load_model
 
 
 def clustered_views(n: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:

@@ -13,10 +13,10 @@ from sklearn.model_selection import train_test_split
 from specrage_jax import SpecRaGE
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
 from specrage_jax.data import load_dataset
-from specrage_jax.embed import embed
-from specrage_jax.evaluate import kmeans_metrics
-from specrage_jax.model import SpecRaGENet
-from specrage_jax.steps import create_state, predict
+from specrage_jax.evaluation.metrics import kmeans_metrics
+from specrage_jax.nets.embed import embed
+from specrage_jax.nets.model import SpecRaGENet
+from specrage_jax.nets.state import create_state, predict
 
 DIMS = (4, 3, 5)
 MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)

@@ -6,10 +6,10 @@ import numpy as np
 
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
 from specrage_jax.data import make_blobs_views
-from specrage_jax.monitor import SpectralMonitor, spectral_reference
+from specrage_jax.evaluation.monitor import SpectralMonitor, spectral_reference
+from specrage_jax.nets.state import create_state
 from specrage_jax.ops.diagnostics import grassmann_distance_sq
-from specrage_jax.steps import create_state
-from specrage_jax.train import fit
+from specrage_jax.training.loop import fit
 
 
 def test_monitor_records_a_falling_grassmann_distance_and_quadratic_forms_on_blobs():

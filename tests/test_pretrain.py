@@ -7,11 +7,16 @@ import dataclasses
 import numpy as np
 import pytest
 
-from specrage_jax.autoencoder import train_autoencoder
 from specrage_jax.config import AutoencoderConfig, ExperimentConfig, SiameseConfig
 from specrage_jax.data import make_blobs_views
-from specrage_jax.experiment import prepare_splits, pretrain, with_n_components
-from specrage_jax.siamese import contrastive_loss, contrastive_pairs, train_siamese, training_rows
+from specrage_jax.runs.experiment import prepare_splits, pretrain, with_n_components
+from specrage_jax.training.autoencoder import train_autoencoder
+from specrage_jax.training.siamese import (
+    contrastive_loss,
+    contrastive_pairs,
+    train_siamese,
+    training_rows,
+)
 
 SMALL_SIAMESE = SiameseConfig(enabled=True, hidden=(32, 32), out_dim=4, n_positive=3, epochs=15, batch_size=128)
 SMALL_AE = AutoencoderConfig(enabled=True, hidden=(32, 32), embedding_dim=3, epochs=30, batch_size=64)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from specrage_jax.data import (
-    dataset_names,
     InfiniteMnistWarp,
+    dataset_names,
     infinitemnist_chunk,
     infinitemnist_chunks,
     is_dataset_name,

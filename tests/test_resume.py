@@ -14,8 +14,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from specrage_jax.checkpoint import load_model
 from specrage_jax.cli import main
+from specrage_jax.training.checkpoint import load_model
 
 EPOCHS = 12
 # Small nets keep the three runs short; 12 epochs leave ~10 to run after the 2nd checkpoint appears.

@@ -1,4 +1,4 @@
-"""experiments/robustness_curves.py on a tiny configuration, and specrage_jax.robustness (issue 6)."""
+"""experiments/robustness_curves.py on a tiny configuration, and specrage_jax.runs.robustness (issue 6)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,15 @@ import numpy as np
 import pytest
 
 from specrage_jax.data import make_blobs_views
-from specrage_jax.robustness import (
-    ContaminationSpec, CurveSpec, Method, adopt_runs, contaminate, pending_levels, relative_degradation, subsample,
+from specrage_jax.runs.robustness import (
+    ContaminationSpec,
+    CurveSpec,
+    Method,
+    adopt_runs,
+    contaminate,
+    pending_levels,
+    relative_degradation,
+    subsample,
     summarize_curves,
 )
 
@@ -93,7 +100,7 @@ def test_runs_are_adopted_by_signature_and_only_missing_cells_run():
 
 def test_run_curves_without_running_only_summarizes_adopted_runs():
     from specrage_jax.config import preset
-    from specrage_jax.robustness import method_signatures, run_curves
+    from specrage_jax.runs.robustness import method_signatures, run_curves
 
     spec = CurveSpec(kinds=("noise",), fractions=(0.4,), max_samples=100)
     load = lambda seed: make_blobs_views(n_samples=300, seed=seed)  # noqa: E731

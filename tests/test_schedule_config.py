@@ -1,4 +1,4 @@
-"""Tests for specrage_jax.schedule (plateau policy) and specrage_jax.config (overrides, field listing)."""
+"""Tests for specrage_jax.training.schedule (plateau policy) and specrage_jax.config (overrides, field listing)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from specrage_jax.config import ExperimentConfig, apply_overrides, describe_fields
-from specrage_jax.schedule import PlateauState, plateau_update, should_stop
+from specrage_jax.training.schedule import PlateauState, plateau_update, should_stop
 
 
 def run_plateau(losses, *, lr=1.0, factor=0.1, patience=2):

@@ -1,4 +1,4 @@
-"""Tests for specrage_jax.sharding: data-parallel steps on a 'data' mesh equal the single-device
+"""Tests for specrage_jax.training.sharding: data-parallel steps on a 'data' mesh equal the single-device
 steps (global-batch semantics of the in-batch kNN graph, the QR and Eq. 4), the state stays
 replicated and the batch sharded, and bad device counts / batch sizes fail clearly.
 
@@ -20,11 +20,17 @@ import jax
 import numpy as np
 import pytest
 
-from specrage_jax.sharding import (
-    DATA_AXIS, check_batch_divisible, is_batch_sharded_on, is_replicated_on, make_data_mesh, replicate,
-    round_batch_to_devices, shard_batch,
+from specrage_jax.training.sharding import (
+    DATA_AXIS,
+    check_batch_divisible,
+    is_batch_sharded_on,
+    is_replicated_on,
+    make_data_mesh,
+    replicate,
+    round_batch_to_devices,
+    shard_batch,
 )
-from specrage_jax.steps import Batch
+from specrage_jax.training.steps import Batch
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,8 +38,9 @@ CHILD = textwrap.dedent("""
     import json
     import jax, jax.numpy as jnp, numpy as np
     from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
-    from specrage_jax.steps import Batch, create_state, eval_loss, grad_step, ortho_step, predict, train_step
-    from specrage_jax import sharding as sh
+    from specrage_jax.training.steps import Batch, eval_loss, grad_step, ortho_step, train_step
+    from specrage_jax.nets.state import create_state, predict
+    from specrage_jax.training import sharding as sh
 
     MODEL = ModelConfig(n_components=4, view_hidden=(32, 32), weighting_hidden=(16,))
     GRAPH = GraphConfig(n_neighbors=5)
@@ -125,7 +132,7 @@ CHILD = textwrap.dedent("""
         out["too_many_error"] = str(e)
     # the training loop: fit(mesh=...) against fit() from the same state, seed and data
     from specrage_jax.config import TrainConfig
-    from specrage_jax.train import fit
+    from specrage_jax.training.loop import fit
     views = tuple(rng.standard_normal((200, d)).astype(np.float32) for d in DIMS)
     val = tuple(rng.standard_normal((72, d)).astype(np.float32) for d in DIMS)
     tc = TrainConfig(epochs=2, batch_size=64, progress=False)

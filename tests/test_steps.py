@@ -1,4 +1,4 @@
-"""Tests for specrage_jax.steps and specrage_jax.embed: the jitted ortho/grad steps, predict, embed.
+"""Tests for specrage_jax.training.steps and specrage_jax.nets.embed: the jitted ortho/grad steps, predict, embed.
 
 Compiling a step costs seconds, so each configuration's state is created once per module and
 every test works on a copy (the steps donate their state).
@@ -15,12 +15,18 @@ import pytest
 from flax import nnx
 
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
-from specrage_jax.embed import embed
+from specrage_jax.nets.embed import embed
+from specrage_jax.nets.state import SpecRaGEState, create_state, predict
 from specrage_jax.ops.affinity import knn_gaussian_affinity
 from specrage_jax.ops.laplacian import pairwise_spectral_loss
 from specrage_jax.ops.ortho import orthonormalizer
-from specrage_jax.steps import (
-    Batch, SpecRaGEState, create_state, eval_loss, grad_step, loss_and_grads, ortho_step, predict, train_step,
+from specrage_jax.training.steps import (
+    Batch,
+    eval_loss,
+    grad_step,
+    loss_and_grads,
+    ortho_step,
+    train_step,
 )
 
 MODEL = ModelConfig(n_components=4, view_hidden=(32, 32), weighting_hidden=(16,))
@@ -319,8 +325,8 @@ def test_loss_variants_weights_in_affinity_and_mass_normalization():
     graph.mass_normalized divides each view's energy by its weighted edge mass."""
     import dataclasses
 
-    from specrage_jax.steps import batch_affinities, spectral_loss
     from specrage_jax.ops.laplacian import weighted_laplacian_loss
+    from specrage_jax.training.steps import batch_affinities, spectral_loss
 
     views = random_views(M, 11)
     for graph, expect in ((dataclasses.replace(GRAPH, weights_in_affinity=False), "eq1"),

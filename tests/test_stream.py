@@ -20,8 +20,14 @@ import pytest
 
 from specrage_jax.data.mnist import infinitemnist_chunks
 from specrage_jax.data.stream import (
-    META_FILE, map_views_in_chunks, memmap_batches, open_views_memmap, prefetch_to_device, random_batch_indices,
-    view_file, write_views_memmap,
+    META_FILE,
+    map_views_in_chunks,
+    memmap_batches,
+    open_views_memmap,
+    prefetch_to_device,
+    random_batch_indices,
+    view_file,
+    write_views_memmap,
 )
 
 DIMS = (7, 3)

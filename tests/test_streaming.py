@@ -9,8 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specrage_jax.autoencoder import train_autoencoder
-from specrage_jax.checkpoint import CheckpointError
 from specrage_jax.cli import main
 from specrage_jax.config import apply_overrides, preset
 from specrage_jax.data import lazy, load_dataset, open_streamed_dataset
@@ -24,14 +22,16 @@ from specrage_jax.data.stream import (
     view_file,
     write_views_memmap,
 )
-from specrage_jax.experiment import (
+from specrage_jax.runs.experiment import (
     prepare_splits,
     run_experiment,
     should_stream,
     train_and_evaluate,
     with_n_components,
 )
-from specrage_jax.stages import encode_views, train_view_nets
+from specrage_jax.training.autoencoder import train_autoencoder
+from specrage_jax.training.checkpoint import CheckpointError
+from specrage_jax.training.stages import encode_views, train_view_nets
 
 # A small, fast configuration of the whole pipeline: autoencoder, Siamese nets, SpecRaGE.
 SMALL = ["model.view_hidden=32,32", "model.weighting_hidden=16", "train.epochs=2", "train.batch_size=128",

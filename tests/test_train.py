@@ -6,8 +6,13 @@ import numpy as np
 import pytest
 
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
-from specrage_jax.steps import create_state
-from specrage_jax.train import batch_indices, effective_batch_size, estimate_view_scales, fit
+from specrage_jax.nets.state import create_state
+from specrage_jax.training.loop import (
+    batch_indices,
+    effective_batch_size,
+    estimate_view_scales,
+    fit,
+)
 
 MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
 GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")

@@ -9,9 +9,20 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, apply_overrides, ExperimentConfig
-from specrage_jax.ops.weights import view_weight_regularizer, weight_balance_penalty, weight_entropy_penalty
-from specrage_jax.steps import Batch, create_state, loss_and_grads, spectral_loss
+from specrage_jax.config import (
+    ExperimentConfig,
+    GraphConfig,
+    ModelConfig,
+    OrthoConfig,
+    apply_overrides,
+)
+from specrage_jax.nets.state import create_state
+from specrage_jax.ops.weights import (
+    view_weight_regularizer,
+    weight_balance_penalty,
+    weight_entropy_penalty,
+)
+from specrage_jax.training.steps import Batch, loss_and_grads, spectral_loss
 
 MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
 GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")
@@ -93,7 +104,7 @@ def test_loss_adds_the_regularizer_and_default_off_is_bitwise_unchanged():
 
 def test_a_strong_entropy_term_pulls_the_weights_towards_uniform():
     """A few Adam steps on a large lambda_e move every sample's weights towards 1/V."""
-    from specrage_jax.steps import grad_step
+    from specrage_jax.training.steps import grad_step
 
     views = _views(1)
     state = _state(dataclasses.replace(GRAPH, weight_entropy=10.0))

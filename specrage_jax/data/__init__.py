@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from specrage_jax.data.lazy import MemmapRows, StreamedViews, is_streamed
-from specrage_jax.data.loaders import labels_to_indices, load_file, load_mat, load_npz, read_mat_variables
+from specrage_jax.data.loaders import (
+    labels_to_indices,
+    load_file,
+    load_mat,
+    load_npz,
+    read_mat_variables,
+)
 from specrage_jax.data.mnist import (
     InfiniteMnistWarp,
     infinitemnist_chunk,
@@ -13,7 +19,11 @@ from specrage_jax.data.mnist import (
     make_noisymnist,
     read_idx,
 )
-from specrage_jax.data.preprocess import ViewScaler, apply_view_scalers, fit_view_scalers
+from specrage_jax.data.preprocess import (
+    ViewScaler,
+    apply_view_scalers,
+    fit_view_scalers,
+)
 from specrage_jax.data.registry import (
     dataset_names,
     dataset_rows,

@@ -184,3 +184,14 @@ def streamed_labels(source: MemmapViews, *, what: str) -> np.ndarray:
         raise ValueError(f"{what} ({source.directory}) has no labels.npy; training and evaluation need labels "
                          f"(write it with write_views_memmap(..., with_labels=True))")
     return np.array(source.labels, dtype=np.int64)
+
+
+def check_streamed_views(views: Sequence[Any], *, what: str) -> tuple[Any, ...]:
+    """The views as a tuple after checking they are V row sets (n, d_v) with the same n."""
+    rows = {len(v) for v in views}
+    if len(rows) != 1:
+        raise ValueError(f"{what}: views disagree on the number of samples "
+                         f"({', '.join(f'view {v}: {x.shape}' for v, x in enumerate(views))})")
+    if rows == {0}:
+        raise ValueError(f"{what}: the views have no rows")
+    return tuple(views)

@@ -7,9 +7,8 @@ MNIST images, generated chunk by chunk from (seed, chunk index) so memory stays 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import gzip
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 

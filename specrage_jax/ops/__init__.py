@@ -7,7 +7,11 @@ from specrage_jax.ops.affinity import (
     pairwise_sq_distances,
     symmetrize,
 )
-from specrage_jax.ops.diagnostics import grassmann_distance_sq, laplacian_quadratic_forms, orthonormal_basis
+from specrage_jax.ops.diagnostics import (
+    grassmann_distance_sq,
+    laplacian_quadratic_forms,
+    orthonormal_basis,
+)
 from specrage_jax.ops.laplacian import (
     fused_weighted_affinity,
     laplacian,
@@ -18,7 +22,11 @@ from specrage_jax.ops.laplacian import (
     weighted_rayleigh_trace,
 )
 from specrage_jax.ops.ortho import orthogonality_error, orthonormalizer
-from specrage_jax.ops.weights import view_weight_regularizer, weight_balance_penalty, weight_entropy_penalty
+from specrage_jax.ops.weights import (
+    view_weight_regularizer,
+    weight_balance_penalty,
+    weight_entropy_penalty,
+)
 
 __all__ = [
     "fused_weighted_affinity",

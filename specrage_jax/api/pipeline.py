@@ -21,14 +21,25 @@ from typing import Any, Sequence
 import numpy as np
 from flax import nnx
 
-from specrage_jax.autoencoder import Autoencoder
-from specrage_jax.checkpoint import CheckpointError, LoadedModel, model_config_of, read_model, save_model, tree_from_nested
 from specrage_jax.config import ExperimentConfig, config_from_dict, config_to_dict
-from specrage_jax.data.preprocess import ViewScaler, apply_view_scalers, scaler_from_tree
-from specrage_jax.embed import embed
-from specrage_jax.pretrain import NetState, TrainedNet
-from specrage_jax.stages import encode_views
-from specrage_jax.steps import SpecRaGEState
+from specrage_jax.data.preprocess import (
+    ViewScaler,
+    apply_view_scalers,
+    scaler_from_tree,
+)
+from specrage_jax.nets.autoencoder import Autoencoder
+from specrage_jax.nets.embed import embed
+from specrage_jax.nets.netstate import NetState, TrainedNet
+from specrage_jax.nets.state import SpecRaGEState
+from specrage_jax.training.checkpoint import (
+    CheckpointError,
+    LoadedModel,
+    model_config_of,
+    read_model,
+    save_model,
+    tree_from_nested,
+)
+from specrage_jax.training.stages import encode_views
 from specrage_jax.validation import as_view_arrays, view_presence
 
 PIPELINE_FORMAT_VERSION = 1  # later additions (centres, history, health) are optional keys

@@ -21,12 +21,29 @@ from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
 from specrage_jax.config import GraphConfig, TrainConfig
-from specrage_jax.device_epoch import EpochMetrics, put_training_data, train_epoch_on_device
+from specrage_jax.data.lazy import check_streamed_views, is_streamed
+from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
-from specrage_jax.schedule import PlateauState, plateau_update, should_stop
-from specrage_jax.sharding import check_batch_divisible, replicate, round_batch_to_devices, shard_batch
-from specrage_jax.steps import (Batch, SpecRaGEState, batch_affinities, edge_graph, eval_loss, full_batch_step,
-                                train_step)
+from specrage_jax.training.device_epoch import (
+    EpochMetrics,
+    put_training_data,
+    train_epoch_on_device,
+)
+from specrage_jax.training.schedule import PlateauState, plateau_update, should_stop
+from specrage_jax.training.sharding import (
+    check_batch_divisible,
+    replicate,
+    round_batch_to_devices,
+    shard_batch,
+)
+from specrage_jax.training.steps import (
+    Batch,
+    batch_affinities,
+    edge_graph,
+    eval_loss,
+    full_batch_step,
+    train_step,
+)
 from specrage_jax.validation import as_view_arrays, check_view_dims
 
 
@@ -204,23 +221,6 @@ def check_training_inputs(
 def _no_rows(views: Sequence[Any]) -> bool:
     """True when every view is a 2-D array (or row source) with no rows."""
     return len(views) > 0 and all(len(np.shape(v)) == 2 and np.shape(v)[0] == 0 for v in views)
-
-
-def is_streamed(views: Sequence[Any]) -> bool:
-    """True when ``views`` are row sources read on demand (``data.lazy.MemmapRows``: ``shape``,
-    ``len`` and ``rows[idx]``, marked ``streamed = True``), False for arrays."""
-    return any(getattr(v, "streamed", False) is True for v in views)
-
-
-def check_streamed_views(views: Sequence[Any], *, what: str) -> tuple[Any, ...]:
-    """The views as a tuple after checking they are V row sets (n, d_v) with the same n."""
-    rows = {len(v) for v in views}
-    if len(rows) != 1:
-        raise ValueError(f"{what}: views disagree on the number of samples "
-                         f"({', '.join(f'view {v}: {x.shape}' for v, x in enumerate(views))})")
-    if rows == {0}:
-        raise ValueError(f"{what}: the views have no rows")
-    return tuple(views)
 
 
 def fit(

@@ -13,11 +13,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from specrage_jax.baselines import full_graph_affinities, laplacian_np
 from specrage_jax.config import GraphConfig
-from specrage_jax.embed import embed
-from specrage_jax.ops.diagnostics import grassmann_distance_sq, laplacian_quadratic_forms
-from specrage_jax.steps import SpecRaGEState
+from specrage_jax.nets.embed import embed
+from specrage_jax.nets.state import SpecRaGEState
+from specrage_jax.ops.diagnostics import (
+    grassmann_distance_sq,
+    laplacian_quadratic_forms,
+)
+from specrage_jax.ops.spectral import full_graph_affinities, laplacian_np
 from specrage_jax.validation import as_view_arrays
 
 

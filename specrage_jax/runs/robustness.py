@@ -6,7 +6,7 @@ Protocol (shared by ``experiments/robustness_curves.py`` and ``experiments/fusio
 2. Contaminate the *whole* dataset before the split (the paper contaminates the data set and
    clusters it): ``outliers`` = ADBench global anomalies (alpha 1.1) in ``outlier_view`` for a
    fraction of the samples; ``noise`` = N(0, (1.2 std_j)^2) in one random view per chosen sample
-   (:mod:`specrage_jax.contamination`). Training, validation and test rows are contaminated alike;
+   (:mod:`specrage_jax.data.contamination`). Training, validation and test rows are contaminated alike;
    the contamination seed is the run's seed, so every method sees the same contaminated data.
 3. The usual pipeline on the contaminated data with the *same* seed as the clean run (same split,
    same initialization, same batches), so the clean/contaminated difference is the contamination:
@@ -31,12 +31,12 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from specrage_jax.alignment import AlignmentConfig, train_alignment
+from specrage_jax.evaluation.alignment import AlignmentConfig, train_alignment
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_to_dict
-from specrage_jax.contamination import inject_noise, inject_outliers
+from specrage_jax.data.contamination import inject_noise, inject_outliers
 from specrage_jax.data import MultiViewData, split_indices
-from specrage_jax.evaluate import kmeans_metrics
-from specrage_jax.experiment import (
+from specrage_jax.evaluation.metrics import kmeans_metrics
+from specrage_jax.runs.experiment import (
     PreparedSplits, SplitCodes, evaluate_state, prepare_splits, pretrain, train_on_splits, with_n_components,
 )
 
@@ -406,7 +406,7 @@ def write_curve_file(args: Any, dataset: str, methods: Sequence[Method], out: An
 
     from specrage_jax.config import preset
     from specrage_jax.data import load_dataset
-    from specrage_jax.experiment import environment_info, write_json_atomic
+    from specrage_jax.runs.experiment import environment_info, write_json_atomic
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -15,9 +15,15 @@ import numpy as np
 from flax import nnx
 
 from specrage_jax.config import SiameseConfig
-from specrage_jax.model import MLP, activation
+from specrage_jax.nets.netstate import (
+    NetState,
+    TrainedNet,
+    adam_update,
+    create_net_state,
+)
+from specrage_jax.nets.siamese import siamese_net
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
-from specrage_jax.pretrain import NetState, TrainedNet, adam_update, create_net_state, run_minibatch_epochs
+from specrage_jax.training.pretrain import run_minibatch_epochs
 
 
 def contrastive_loss(z_a: jax.Array, z_b: jax.Array, is_positive: jax.Array, margin: float) -> jax.Array:
@@ -74,13 +80,6 @@ def contrastive_pairs(x: np.ndarray, n_positive: int, *, seed: int, block_size: 
         seconds += [block[positives], block[negatives]]
         labels += [np.ones(anchors.size, np.float32), np.zeros(anchors.size, np.float32)]
     return np.concatenate(firsts), np.concatenate(seconds), np.concatenate(labels)
-
-
-def siamese_net(in_dim: int, config: SiameseConfig, *, seed: int) -> MLP:
-    """Linear+ReLU on every layer, the output included (as the published code)."""
-    relu = activation("relu")
-    return MLP(in_dim, config.hidden, config.out_dim, hidden_act=relu,
-               out_act=relu if config.relu_output else activation("none"), rngs=nnx.Rngs(seed))
 
 
 def training_rows(x: np.ndarray, max_samples: int, *, seed: int) -> np.ndarray:

@@ -41,9 +41,10 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, section_from_dict
-from specrage_jax.schedule import PlateauState
-from specrage_jax.steps import SpecRaGEState, adam_optimizer, create_state
-from specrage_jax.train import FitProgress, History
+from specrage_jax.nets.state import SpecRaGEState, adam_optimizer, create_state
+from specrage_jax.training.loop import FitProgress, History
+from specrage_jax.training.schedule import PlateauState
+from specrage_jax.version import __version__
 
 FORMAT = "specrage_jax"
 MODEL_FORMAT_VERSION = 1
@@ -64,10 +65,8 @@ class CheckpointWarning(UserWarning):
 
 
 def library_version() -> str:
-    """``specrage_jax.__version__``, read at call time (the package imports this module)."""
-    import specrage_jax
-
-    return specrage_jax.__version__
+    """``specrage_jax.__version__``."""
+    return __version__
 
 
 # --- pytrees <-> nested dicts of host arrays ------------------------------------------------

@@ -1,6 +1,6 @@
 """A whole training epoch as one compiled call, on training data held in device memory.
 
-The default loop (:func:`specrage_jax.train.fit`) gathers each batch on the host and copies it to
+The default loop (:func:`specrage_jax.training.loop.fit`) gathers each batch on the host and copies it to
 the device: on a GPU that copy and the per-step Python dispatch, not the step, bound the speed
 (an H200 ran 1M InfiniteMNIST samples at 7.1 s per epoch, input-bound). When the training set
 fits in device memory (``train.data_on_device``), it is put there once and every epoch is one
@@ -24,8 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding
 
-from specrage_jax.sharding import batch_sharding, replicate
-from specrage_jax.steps import Batch, SpecRaGEState, train_step
+from specrage_jax.nets.state import SpecRaGEState
+from specrage_jax.training.sharding import batch_sharding, replicate
+from specrage_jax.training.steps import Batch, train_step
 
 
 class DeviceData(NamedTuple):

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from specrage_jax import baselines
+from specrage_jax.ops import spectral as baselines
 from specrage_jax.config import GraphConfig
 from specrage_jax.ops.diagnostics import grassmann_distance_sq
 

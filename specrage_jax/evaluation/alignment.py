@@ -24,11 +24,17 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from specrage_jax.model import MLP, activation
+from specrage_jax.nets.model import MLP, activation
+from specrage_jax.nets.netstate import (
+    NetState,
+    adam_update,
+    apply_in_chunks,
+    create_net_state,
+)
 from specrage_jax.ops.affinity import knn_gaussian_affinity
 from specrage_jax.ops.laplacian import rayleigh_trace
 from specrage_jax.ops.ortho import orthonormalizer
-from specrage_jax.pretrain import NetState, adam_update, apply_in_chunks, create_net_state, run_minibatch_epochs
+from specrage_jax.training.pretrain import run_minibatch_epochs
 
 
 @dataclass(frozen=True, kw_only=True)

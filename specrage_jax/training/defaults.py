@@ -21,8 +21,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 from sklearn.neighbors import NearestNeighbors
 
-from specrage_jax.baselines import sparse_gaussian_graph
 from specrage_jax.config import AUTO, AUTO_WIDTHS, ExperimentConfig
+from specrage_jax.ops.spectral import sparse_gaussian_graph
 
 FULL_BATCH_MAX = 4096  # up to this many training rows, every step sees the whole training set
 NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen among these

@@ -9,10 +9,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from flax import nnx
 
-from specrage_jax.autoencoder import Autoencoder
 from specrage_jax.config import ExperimentConfig
-from specrage_jax.pretrain import NetState, TrainedNet, create_net_state
-from specrage_jax.siamese import siamese_net
+from specrage_jax.nets.autoencoder import Autoencoder
+from specrage_jax.nets.netstate import NetState, TrainedNet, create_net_state
+from specrage_jax.nets.siamese import siamese_net
 
 
 def train_view_nets(trainer: Callable[..., TrainedNet], views: Sequence[np.ndarray], stage_config: Any,

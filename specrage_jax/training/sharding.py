@@ -1,7 +1,7 @@
 """Data-parallel training over devices with ``jax.sharding``: one mesh axis ``'data'``, the
 batch's sample axis sharded over it, everything else (parameters, R^-1, Adam state) replicated.
 
-The jitted steps of :mod:`specrage_jax.steps` run unchanged on such inputs: ``jax.jit`` follows
+The jitted steps of :mod:`specrage_jax.training.steps` run unchanged on such inputs: ``jax.jit`` follows
 the input shardings and, with the mesh axis of type ``Auto``, the compiler inserts the
 collectives that keep the program's global meaning. So the in-batch m x m kNN affinity is
 still built over the whole global batch of m samples (not per device), the QR of the ortho
@@ -24,7 +24,8 @@ from typing import Any, Callable, TypeVar
 import chex
 import jax
 import numpy as np
-from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import AxisType, Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 DATA_AXIS = "data"
 Tree = TypeVar("Tree")
@@ -122,7 +123,7 @@ def shard_batch(batch: BatchTree, mesh: Mesh) -> BatchTree:
 
 
 def data_parallel(step: Callable[..., Any], mesh: Mesh) -> Callable[..., Any]:
-    """``step`` (a jitted state -> (state, ...) function of :mod:`specrage_jax.steps`) with every
+    """``step`` (a jitted state -> (state, ...) function of :mod:`specrage_jax.training.steps`) with every
     output pinned to replicated on ``mesh`` and the state (argument 0) donated.
 
     The plain steps already run on a replicated state and a sharded batch; this wrapper only

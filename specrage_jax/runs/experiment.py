@@ -33,27 +33,27 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from specrage_jax.autoencoder import train_autoencoder
-from specrage_jax.checkpoint import (
-    CheckpointError, TrainingCheckpointer, check_compatible, library_version, read_record, restore_items, save_trees,
-    tree_from_nested,
+from specrage_jax.training.autoencoder import train_autoencoder
+from specrage_jax.training.checkpoint import (
+    CheckpointError, TrainingCheckpointer, check_compatible, library_version, read_record, restore_items, save_trees, tree_from_nested,
 )
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict, preset
 from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
 from specrage_jax.data.preprocess import graph_input_views, unit_rows
-from specrage_jax.defaults import FULL_BATCH_MAX, DataShape, describe_preprocessing, resolve_defaults
+from specrage_jax.training.defaults import FULL_BATCH_MAX, DataShape, describe_preprocessing, resolve_defaults
 from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
-from specrage_jax.embed import embed
-from specrage_jax.evaluate import cluster_scores, kmeans_clusters, svm_metrics
-from specrage_jax.health import HealthReport, embedding_problems
-from specrage_jax.pipeline import save_inference_model
-from specrage_jax.pretrain import TrainedNet
-from specrage_jax.run_plan import Stage, stage_plan
-from specrage_jax.siamese import train_siamese
-from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
-from specrage_jax.steps import SpecRaGEState, create_state
-from specrage_jax.train import History, estimate_view_scales, fit, is_streamed
+from specrage_jax.nets.embed import embed
+from specrage_jax.evaluation.metrics import cluster_scores, kmeans_clusters, svm_metrics
+from specrage_jax.evaluation.health import HealthReport, embedding_problems
+from specrage_jax.api.pipeline import save_inference_model
+from specrage_jax.nets.netstate import TrainedNet
+from specrage_jax.runs.run_plan import Stage, stage_plan
+from specrage_jax.training.siamese import train_siamese
+from specrage_jax.training.stages import encode_views, fresh_stage_net, train_view_nets
+from specrage_jax.nets.state import SpecRaGEState, create_state
+from specrage_jax.training.loop import History, estimate_view_scales, fit
+from specrage_jax.data.lazy import is_streamed
 from specrage_jax.validation import check_training_sizes
 
 
@@ -282,7 +282,7 @@ def train_on_splits(
 class Evaluation:
     """What :func:`evaluate_state` measured: the test metrics (JSON-ready), the test embedding
     (n_test, k) as ``embed`` returns it, the view weights (n_test, V), the k-means centres found
-    on the test embedding (n_clusters, k) and the embedding's health (:mod:`specrage_jax.health`)."""
+    on the test embedding (n_clusters, k) and the embedding's health (:mod:`specrage_jax.evaluation.health`)."""
 
     metrics: dict[str, Any]
     y_test: np.ndarray
@@ -644,7 +644,7 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
         result["timing"]["total_seconds"] = time.perf_counter() - start
         write_json_atomic(out / "metrics.json", result)
         if figure:
-            from specrage_jax.plots import plot_embedding
+            from specrage_jax.runs.plots import plot_embedding
 
             plot_embedding(outputs.evaluation.y_test, outputs.pretrained.splits.test_labels,
                            outputs.evaluation.alpha_test,

@@ -11,21 +11,14 @@ import numpy as np
 from flax import nnx
 
 from specrage_jax.config import AutoencoderConfig
-from specrage_jax.model import MLP, activation
-from specrage_jax.pretrain import NetState, TrainedNet, adam_update, create_net_state, run_minibatch_epochs
-
-
-class Autoencoder(nnx.Module):
-    """in -> hidden... -> embedding (linear) and the mirrored decoder back to in (linear)."""
-
-    def __init__(self, in_dim: int, config: AutoencoderConfig, *, rngs: nnx.Rngs):
-        relu, linear = activation("relu"), activation("none")
-        self.encoder = MLP(in_dim, config.hidden, config.embedding_dim, hidden_act=relu, out_act=linear, rngs=rngs)
-        self.decoder = MLP(config.embedding_dim, tuple(reversed(config.hidden)), in_dim, hidden_act=relu,
-                           out_act=linear, rngs=rngs)
-
-    def __call__(self, x: jax.Array) -> jax.Array:
-        return self.decoder(self.encoder(x))
+from specrage_jax.nets.autoencoder import Autoencoder
+from specrage_jax.nets.netstate import (
+    NetState,
+    TrainedNet,
+    adam_update,
+    create_net_state,
+)
+from specrage_jax.training.pretrain import run_minibatch_epochs
 
 
 @partial(jax.jit, donate_argnums=0)

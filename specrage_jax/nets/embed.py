@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from specrage_jax.config import OUTPUT_ROWS
+from specrage_jax.data.lazy import check_streamed_views, is_streamed
 from specrage_jax.data.preprocess import unit_rows
-from specrage_jax.steps import SpecRaGEState, predict
-from specrage_jax.train import check_streamed_views, is_streamed
+from specrage_jax.nets.state import SpecRaGEState, predict
 from specrage_jax.validation import as_view_arrays, check_view_dims, view_presence
 
 
