@@ -20,7 +20,7 @@ per-sample weights alpha_i alpha_j inside every view's affinity, ``graph.weights
 at the paper's temperature (T 250 on BDGP, T 90 on blobs and Handwritten; see
 specrage_jax.runs.robustness.paper_loss_overrides; the presets themselves pin the weights with T 250000
 on BDGP/Handwritten). Down-weighting a contaminated view then also removes its edges from that
-view's graph, which is what makes the fusion robust (BUILD_NOTES, issue 6, session 4). "alignment" = per-view SpectralNets + MSE alignment on
+view's graph, which is what makes the fusion robust (BUILD_NOTES.md, "Robustness and view weighting"). "alignment" = per-view SpectralNets + MSE alignment on
 the same preprocessed splits (graph on the input views, l = the preset's, SpecRaGE's widths, k,
 learning rate, batch size and step budget), evaluated on its concatenated embedding.
 

@@ -11,7 +11,7 @@ test sample whose view v was replaced. Writes experiments/results/weight_histogr
 (per-view means, medians, histograms, test k-means ACC) and a PNG beside it.
 
 By default the figure's loss departs from Eq. 4 in FIGURE_OVERRIDES (measured in BUILD_NOTES.md,
-issue 6); ``--paper-loss`` drops them. Later ``--set`` overrides win.
+BUILD_NOTES.md, "Robustness and view weighting"); ``--paper-loss`` drops them. Later ``--set`` overrides win.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # the clean samples' weights drift to 0.8 / 0.2), T 1 instead of the preset's 90 (at T 90 the weighting
 # net barely moves), 3000 steps instead of 180 (the contaminated weights fall with training to a
 # plateau: 600 steps 0.25 / 0.29 and 1800 0.23 / 0.27 at entropy 0.003, 3000 0.21 / 0.26 and 6000
-# 0.22 / 0.26 at entropy 0.002; BUILD_NOTES, issue 6).
+# 0.22 / 0.26 at entropy 0.002; BUILD_NOTES.md, "Robustness and view weighting").
 FIGURE_OVERRIDES: tuple[str, ...] = ("graph.weights_in_affinity=false", "graph.weight_entropy=0.002",
                                      "model.temperature=1", "train.steps_per_epoch=50")
 BINS = np.linspace(0.0, 1.0, 41)

@@ -1,4 +1,4 @@
-"""Seeded contamination (issue 6, part 1): ADBench global anomalies and Gaussian noise."""
+"""Seeded contamination: ADBench global anomalies and Gaussian noise."""
 
 from __future__ import annotations
 

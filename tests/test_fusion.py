@@ -1,4 +1,4 @@
-"""Fusion variants (issue 6, part 2): model.fusion = weighting | average | linear | concat |
+"""Fusion variants: model.fusion = weighting | average | linear | concat |
 attention, everything else unchanged."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""experiments/fusion_comparison.py on a tiny configuration (issue 6)."""
+"""experiments/fusion_comparison.py on a tiny configuration."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""experiments/grassmann_curve.py on a tiny configuration: the JSON it writes (issue 6)."""
+"""experiments/grassmann_curve.py on a tiny configuration: the JSON it writes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-epoch diagnostics against the exact joint eigenvectors (issue 6, part 4)."""
+"""Per-epoch diagnostics against the exact joint eigenvectors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""experiments/robustness_curves.py on a tiny configuration, and specrage_jax.runs.robustness (issue 6)."""
+"""experiments/robustness_curves.py on a tiny configuration, and specrage_jax.runs.robustness."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""View-weight regularizers (specrage_jax.ops.weights) and their wiring into the loss (issue 6)."""
+"""View-weight regularizers (specrage_jax.ops.weights) and their wiring into the loss."""
 
 from __future__ import annotations
 

@@ -60,24 +60,27 @@ from specrage_jax.evaluation.health import (
     embedding_problems,
 )
 from specrage_jax.nets.embed import embed
-from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.nets.state import SpecRaGEState, create_state
-from specrage_jax.training.autoencoder import train_autoencoder
 from specrage_jax.training.checkpoint import (
     CheckpointError,
     read_model,
     save_model,
-    tree_from_nested,
+    tree_to_nested,
 )
 from specrage_jax.training.defaults import (
     DataShape,
     describe_preprocessing,
     resolve_defaults,
 )
-from specrage_jax.training.loop import History, estimate_view_scales, validation_loss
-from specrage_jax.training.loop import fit as train_fit
-from specrage_jax.training.siamese import train_siamese
-from specrage_jax.training.stages import encode_views, fresh_stage_net, train_view_nets
+from specrage_jax.training.initial_state import train_model
+from specrage_jax.training.loop import History, validation_loss
+from specrage_jax.training.pretrained import (
+    PretrainedNets,
+    pretrain_nets,
+    pretrained_record,
+    pretrained_trees,
+    restore_pretrained,
+)
 from specrage_jax.validation import check_finite_view, check_training_sizes
 
 _DEFAULT = ExperimentConfig.auto()
@@ -259,10 +262,13 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             unreduced_views=_rows(unreduced, train_idx)))
         resolved.update(describe_preprocessing([s.kind for s in scalers], config.data.preprocess))
         self._check_sizes(views[0].shape[0], len(train_idx), config)
-        inputs, autoencoders, siamese_nets, codes = _pretrain_stages(scaled, train_idx, config, seed)
+        nets, _ = pretrain_nets(_rows(scaled, train_idx), config, seed=seed)
+        inputs = nets.model_inputs(scaled)
+        codes = nets.affinity_codes(inputs)
         if codes is None and config.data.graph_inputs == "unreduced":
             codes = unreduced
-        state, history = _train(inputs, codes, train_idx, val_idx, config, seed)
+        state, history = train_model(_rows(inputs, train_idx), _rows(inputs, val_idx), config, seed=seed,
+                                     train_codes=_rows(codes, train_idx), val_codes=_rows(codes, val_idx))
         raw, _ = embed(state, inputs, batch_size=config.eval.embed_batch_size, rows="raw")
         embedding = unit_rows(raw) if config.model.output_rows == "unit" else raw  # what transform() returns
         centres, inertia = _kmeans_centres(embedding, self.n_clusters, config.eval.kmeans_n_init, seed)
@@ -278,8 +284,8 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         self.n_features_in_ = int(sum(self.view_dims_))
         self.n_components_ = int(config.model.n_components)
         self.scalers_ = scalers
-        self.autoencoders_ = autoencoders
-        self.siamese_nets_ = siamese_nets
+        self.autoencoders_ = nets.autoencoders
+        self.siamese_nets_ = nets.siamese
         self.state_ = state
         self.history_ = history
         self.n_iter_ = len(history.epochs)
@@ -398,18 +404,14 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             "resolved_defaults": getattr(self, "resolved_defaults_", {}),
             "view_dims": list(self.view_dims_), "seed": self.seed_, "inertia": self.inertia_,
             "health": None if getattr(self, "health_", None) is None else self.health_.as_dict(),
-            "history": self.history_.as_dict(),
-            "encoder_losses": {key: [list(net.losses) for net in nets] for key, nets in
-                               (("autoencoders", self.autoencoders_), ("siamese_nets", self.siamese_nets_))
-                               if nets is not None},
+            "history": self.history_.as_dict(), "pretrained": pretrained_record(self._pretrained()),
         }
         extra = {
             "scalers": {f"view_{v}": s.as_tree() for v, s in enumerate(self.scalers_)},
             "clusters": {"centres": self.cluster_centers_, "labels": self.labels_},
         }
-        for key, nets in (("autoencoders", self.autoencoders_), ("siamese_nets", self.siamese_nets_)):
-            if nets is not None:
-                extra[key] = {f"view_{v}": net.state.params for v, net in enumerate(nets)}
+        if self._pretrained().stages():
+            extra["pretrained"] = pretrained_trees(self._pretrained())
         return save_model(path, self.state_, metadata=metadata, extra_trees=extra, model_config=self.config_.model,
                           overwrite=overwrite)
 
@@ -445,18 +447,11 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         est.n_features_in_, est.n_components_ = int(sum(view_dims)), int(config.model.n_components)
         est.scalers_ = tuple(scaler_from_tree(extra["scalers"][f"view_{v}"], default_kind=config.data.preprocess)
                              for v in range(len(view_dims)))
-        in_dims: Sequence[int] = tuple(s.out_dim for s in est.scalers_)
-        est.autoencoders_ = est.siamese_nets_ = None
-        losses = meta.get("encoder_losses", {})
-        if "autoencoders" in extra:
-            est.autoencoders_ = tuple(
-                _restore_net("autoencoder", d, config, extra["autoencoders"][f"view_{v}"], losses["autoencoders"][v],
-                             where=f"{path} (autoencoder {v})") for v, d in enumerate(in_dims))
-            in_dims = tuple(config.autoencoder.embedding_dim for _ in in_dims)
-        if "siamese_nets" in extra:
-            est.siamese_nets_ = tuple(
-                _restore_net("siamese", d, config, extra["siamese_nets"][f"view_{v}"], losses["siamese_nets"][v],
-                             where=f"{path} (siamese net {v})") for v, d in enumerate(in_dims))
+        if "pretrained" not in meta:
+            raise CheckpointError(f"{path} was saved by an earlier specrage_jax (its pre-training nets are stored "
+                                  f"in a layout this version does not read); fit and save it again")
+        nets = restore_pretrained(extra.get("pretrained", {}), meta["pretrained"], config, where=str(path))
+        est.autoencoders_, est.siamese_nets_ = nets.autoencoders, nets.siamese
         est.state_ = loaded.state
         est.history_ = History.from_dict(meta["history"])
         est.n_iter_ = len(est.history_.epochs)
@@ -496,25 +491,28 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         state = dict(super().__getstate__())  # object.__getstate__ returns __dict__ itself
         if "state_" in state:
             state["state_"] = _tree_arrays(state["state_"])
-            for key in ("autoencoders_", "siamese_nets_"):
-                if state[key] is not None:
-                    state[key] = [(_tree_arrays(net.state), net.losses) for net in state[key]]
+            nets = self._pretrained()
+            trees = {stage: {view: tree_to_nested(params) for view, params in found.items()}
+                     for stage, found in pretrained_trees(nets).items()}
+            state["autoencoders_"] = state["siamese_nets_"] = None
+            state["_pretrained"] = (trees, pretrained_record(nets))
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         if "state_" in state:
             config: ExperimentConfig = state["config_"]
             state = dict(state)
+            trees, record = state.pop("_pretrained")
+            nets = restore_pretrained(trees, record, config, where="pickled SpecRaGE")
+            state["autoencoders_"], state["siamese_nets_"] = nets.autoencoders, nets.siamese
             in_dims = tuple(s.out_dim for s in state["scalers_"])
-            if state["autoencoders_"] is not None:
-                state["autoencoders_"] = tuple(_rebuild_net("autoencoder", d, config, arrays, losses)
-                                               for d, (arrays, losses) in zip(in_dims, state["autoencoders_"]))
+            if nets.autoencoders is not None:
                 in_dims = tuple(config.autoencoder.embedding_dim for _ in in_dims)
-            if state["siamese_nets_"] is not None:
-                state["siamese_nets_"] = tuple(_rebuild_net("siamese", d, config, arrays, losses)
-                                               for d, (arrays, losses) in zip(in_dims, state["siamese_nets_"]))
             state["state_"] = _rebuild_state(in_dims, config, state["state_"])
         super().__setstate__(state)
+
+    def _pretrained(self) -> PretrainedNets:
+        return PretrainedNets(autoencoders=self.autoencoders_, siamese=self.siamese_nets_)
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -540,37 +538,6 @@ def nearest_centre(embedding: np.ndarray, centres: np.ndarray) -> np.ndarray:
     return np.argmin(d2, axis=1).astype(np.int64)
 
 
-def _pretrain_stages(
-    scaled: Sequence[np.ndarray], train_idx: np.ndarray, config: ExperimentConfig, seed: int
-) -> tuple[tuple[np.ndarray, ...], tuple[TrainedNet, ...] | None, tuple[TrainedNet, ...] | None,
-           tuple[np.ndarray, ...] | None]:
-    """The optional stages in the paper's order, nets trained on the training rows: returns the
-    model's inputs (autoencoder codes or the scaled views), the autoencoders, the Siamese nets
-    and their codes (the affinity inputs) for all rows."""
-    inputs, autoencoders, siamese_nets, codes = tuple(scaled), None, None, None
-    if config.autoencoder.enabled:
-        autoencoders = train_view_nets(train_autoencoder, _rows(inputs, train_idx), config.autoencoder, config, seed=seed)
-        inputs = encode_views(autoencoders, inputs)
-    if config.siamese.enabled:
-        siamese_nets = train_view_nets(train_siamese, _rows(inputs, train_idx), config.siamese, config, seed=seed)
-        codes = encode_views(siamese_nets, inputs)
-    return inputs, autoencoders, siamese_nets, codes
-
-
-def _train(inputs: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, train_idx: np.ndarray,
-           val_idx: np.ndarray, config: ExperimentConfig, seed: int) -> tuple[SpecRaGEState, History]:
-    """Global sigmas, a fresh state and train.fit on the training rows, validated on val_idx
-    (none or too few for the kNN graph: train.fit monitors the training loss)."""
-    if all(_constant_views(_rows(inputs, train_idx))):
-        raise ValueError("X: every view is constant on the training rows; there is no geometry to embed")
-    train_codes = _rows(codes, train_idx)
-    scales = _view_scales(train_codes or _rows(inputs, train_idx), config, seed)
-    state = create_state([x.shape[1] for x in inputs], config.model, config.graph, config.ortho,
-                         learning_rate=config.train.learning_rate, seed=seed, view_scales=scales)
-    return train_fit(state, _rows(inputs, train_idx), _rows(inputs, val_idx), config.train, seed=seed,
-                     train_codes=train_codes, val_codes=_rows(codes, val_idx))
-
-
 def _rows(arrays: Sequence[np.ndarray] | None, idx: np.ndarray) -> tuple[np.ndarray, ...] | None:
     """The rows ``idx`` of every array (None stays None)."""
     return None if arrays is None else tuple(a[idx] for a in arrays)
@@ -587,22 +554,6 @@ def _kmeans_centres(embedding: np.ndarray, n_clusters: int, n_init: int, seed: i
     return kmeans.cluster_centers_.astype(np.float32), float(kmeans.inertia_)
 
 
-def _view_scales(codes: Sequence[np.ndarray], config: ExperimentConfig, seed: int) -> np.ndarray | None:
-    """Global sigma per view (train.estimate_view_scales); a view constant on the training rows
-    carries no geometry (every distance 0, so every sigma gives the same affinities): sigma 1."""
-    constant = _constant_views(codes)
-    for v in np.flatnonzero(constant):
-        warnings.warn(f"SpecRaGE: view {v} is constant on the training rows; it carries no geometry "
-                      f"(its kNN graph links arbitrary neighbours)", UserWarning, stacklevel=4)
-    if config.graph.scale_mode != "global":
-        return None
-    scales = np.ones(len(codes), np.float32)
-    varying = [c for c, flat in zip(codes, constant) if not flat]
-    if varying:
-        scales[~np.asarray(constant)] = estimate_view_scales(varying, config.graph, config.train.batch_size, seed=seed)
-    return scales
-
-
 def _json_value(value: Any) -> Any:
     """Tuples to lists and NumPy scalars to Python ones, for the JSON metadata of a checkpoint."""
     if isinstance(value, (tuple, list)):
@@ -610,19 +561,6 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
-
-
-def _restore_net(kind: str, in_dim: int, config: ExperimentConfig, nested: Any, losses: Sequence[float], *,
-                 where: str) -> TrainedNet:
-    """A pre-training net rebuilt from the config with the saved parameters (nested dicts)."""
-    fresh = fresh_stage_net(kind, in_dim, config)
-    return TrainedNet(state=fresh.replace(params=tree_from_nested(fresh.params, nested, where=where)),
-                      losses=tuple(losses), submodule="encoder" if kind == "autoencoder" else None)
-
-
-def _constant_views(arrays: Sequence[np.ndarray]) -> list[bool]:
-    """Per view (n, d_v): True when every row is the same (all pairwise distances 0)."""
-    return [bool(np.ptp(a, axis=0).max() == 0) for a in arrays]
 
 
 def _tree_arrays(tree: Any) -> list[np.ndarray]:
@@ -644,8 +582,3 @@ def _rebuild_state(in_dims: Sequence[int], config: ExperimentConfig, arrays: Seq
     return _with_arrays(template, arrays)
 
 
-def _rebuild_net(kind: str, in_dim: int, config: ExperimentConfig, arrays: Sequence[np.ndarray],
-                 losses: Sequence[float]) -> TrainedNet:
-    """A pre-training net with the given leaves (params and Adam state, in jax.tree order)."""
-    return TrainedNet(state=_with_arrays(fresh_stage_net(kind, in_dim, config), arrays), losses=tuple(losses),
-                      submodule="encoder" if kind == "autoencoder" else None)

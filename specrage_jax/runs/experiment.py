@@ -33,9 +33,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from specrage_jax.training.autoencoder import train_autoencoder
 from specrage_jax.training.checkpoint import (
-    CheckpointError, TrainingCheckpointer, check_compatible, library_version, read_record, restore_items, save_trees, tree_from_nested,
+    CheckpointError, TrainingCheckpointer, library_version,
 )
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict, preset
 from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
@@ -49,10 +48,11 @@ from specrage_jax.evaluation.health import HealthReport, embedding_problems
 from specrage_jax.api.pipeline import save_inference_model
 from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.runs.run_plan import Stage, stage_plan
-from specrage_jax.training.siamese import train_siamese
-from specrage_jax.training.stages import encode_views, fresh_stage_net, train_view_nets
-from specrage_jax.nets.state import SpecRaGEState, create_state
-from specrage_jax.training.loop import History, estimate_view_scales, fit
+from specrage_jax.training.initial_state import train_model
+from specrage_jax.training.pretrained import PretrainedNets, load_pretrained_nets, pretrain_nets, save_pretrained_nets
+from specrage_jax.training.stages import encode_views
+from specrage_jax.nets.state import SpecRaGEState
+from specrage_jax.training.loop import History
 from specrage_jax.data.lazy import is_streamed
 from specrage_jax.validation import check_training_sizes
 
@@ -151,14 +151,6 @@ class SplitCodes:
 
 
 @dataclass(frozen=True)
-class PretrainedNets:
-    """The pre-training stages' nets, one per view; None where the stage is disabled."""
-
-    autoencoders: tuple[TrainedNet, ...] | None = None
-    siamese: tuple[TrainedNet, ...] | None = None
-
-
-@dataclass(frozen=True)
 class PretrainResult:
     """Splits after the autoencoders, Siamese codes (None when disabled), the nets, timings (s)."""
 
@@ -176,24 +168,21 @@ def encode_splits(nets: Sequence[TrainedNet], splits: PreparedSplits) -> SplitCo
 
 def run_pretraining(splits: PreparedSplits, config: ExperimentConfig, *, seed: int,
                     restored: PretrainedNets | None = None) -> PretrainResult:
-    """The optional pre-training stages, in the paper's order: autoencoder, then Siamese nets on
-    the autoencoded views. A stage whose nets are in ``restored`` (a resumed run) is not retrained."""
-    restored = restored or PretrainedNets()
-    timings: dict[str, float] = {}
-    autoencoders = siamese = codes = None
-    if config.autoencoder.enabled:
+    """The optional pre-training stages (:func:`training.pretrained.pretrain_nets`: autoencoders,
+    then Siamese nets on the autoencoded views) and every split through them. A stage whose nets
+    are in ``restored`` (a resumed run) is not retrained."""
+    nets, timings = pretrain_nets(splits.train, config, seed=seed, restored=restored)
+    if nets.autoencoders is not None:
         start = time.perf_counter()
-        autoencoders = restored.autoencoders or train_view_nets(train_autoencoder, splits.train, config.autoencoder,
-                                                                config, seed=seed)
-        embedded = encode_splits(autoencoders, splits)
+        embedded = encode_splits(nets.autoencoders, splits)
         splits = dataclasses.replace(splits, train=embedded.train, val=embedded.val, test=embedded.test)
-        timings["autoencoder_seconds"] = time.perf_counter() - start
-    if config.siamese.enabled:
+        timings["autoencoder_seconds"] += time.perf_counter() - start
+    codes = None
+    if nets.siamese is not None:
         start = time.perf_counter()
-        siamese = restored.siamese or train_view_nets(train_siamese, splits.train, config.siamese, config, seed=seed)
-        codes = encode_splits(siamese, splits)
-        timings["siamese_seconds"] = time.perf_counter() - start
-    return PretrainResult(splits=splits, codes=codes, nets=PretrainedNets(autoencoders, siamese), timings=timings)
+        codes = encode_splits(nets.siamese, splits)
+        timings["siamese_seconds"] += time.perf_counter() - start
+    return PretrainResult(splits=splits, codes=codes, nets=nets, timings=timings)
 
 
 def pretrain(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[PreparedSplits, SplitCodes | None, dict[str, float]]:
@@ -252,30 +241,16 @@ def train_on_splits(
     checkpointer: TrainingCheckpointer | None = None, resume: bool = False, mesh: Mesh | None = None,
     on_epoch_end: Callable[[SpecRaGEState, Any], None] | None = None,
 ) -> tuple[SpecRaGEState, History]:
-    """Global Gaussian scales from the training split's affinity inputs, a fresh state, :func:`fit`.
+    """:func:`training.initial_state.train_model` (the estimator's path too) on a run's splits:
+    trained on the training split, validated on the validation split, affinities from ``codes``.
 
     ``checkpointer`` saves training checkpoints; with ``resume`` training continues from its
     newest readable one (from scratch, with a warning, when there is none).
     """
-    view_dims = [v.shape[1] for v in splits.train]
-    train_codes = None if codes is None else codes.train
-    scales = None
-    if config.graph.scale_mode == "global":
-        scales = estimate_view_scales(train_codes or splits.train, config.graph, config.train.batch_size, seed=seed)
-    state = create_state(view_dims, config.model, config.graph, config.ortho,
-                         learning_rate=config.train.learning_rate, seed=seed, view_scales=scales)
-    progress = None
-    if resume:
-        if checkpointer is None:
-            raise ValueError("resume=True needs a checkpointer (checkpoint.every_epochs > 0)")
-        restored = checkpointer.restore_latest(state)
-        if restored is None:
-            warnings.warn(f"no training checkpoint in {checkpointer.directory}; training from epoch 0", stacklevel=2)
-        else:
-            state, progress = restored.state, restored.progress
-    return fit(state, splits.train, splits.val, config.train, seed=seed, train_codes=train_codes,
-               val_codes=None if codes is None else codes.val, checkpointer=checkpointer, resume=progress,
-               mesh=mesh, on_epoch_end=on_epoch_end)
+    return train_model(splits.train, splits.val, config, seed=seed,
+                       train_codes=None if codes is None else codes.train,
+                       val_codes=None if codes is None else codes.val,
+                       checkpointer=checkpointer, resume=resume, mesh=mesh, on_epoch_end=on_epoch_end)
 
 
 @dataclass(frozen=True)
@@ -362,60 +337,6 @@ def environment_info() -> dict[str, str]:
 
 
 # --- pre-trained nets on disk -----------------------------------------------------------------
-
-PRETRAINED_FORMAT_VERSION = 1
-
-
-def _stage_nets(nets: PretrainedNets) -> dict[str, tuple[TrainedNet, ...]]:
-    return {stage: found for stage, found in (("autoencoder", nets.autoencoders), ("siamese", nets.siamese)) if found}
-
-
-def save_pretrained_nets(directory: str | Path, nets: PretrainedNets, config: ExperimentConfig) -> Path:
-    """Writes the pre-trained nets' parameters (not their codes: the nets' size does not grow with
-    n, and their codes are recomputed bitwise equal by the same jitted forward pass) and losses."""
-    stages = _stage_nets(nets)
-    trees = {stage: {f"view_{v}": net.state.params for v, net in enumerate(found)} for stage, found in stages.items()}
-    record = {
-        "format": "specrage_jax", "kind": "pretrained", "format_version": PRETRAINED_FORMAT_VERSION,
-        "library_version": library_version(), "config": config_to_dict(config),
-        "stages": {stage: {"in_dims": [_net_in_dim(net) for net in found],
-                           "losses": [list(net.losses) for net in found], "submodule": found[0].submodule}
-                   for stage, found in stages.items()},
-    }
-    return save_trees(directory, {"arrays": trees}, record, overwrite=True)
-
-
-def _net_in_dim(net: TrainedNet) -> int:
-    """Input width of a pre-trained MLP (its first kernel's rows)."""
-    first = [leaf for path, leaf in jax.tree_util.tree_flatten_with_path(net.state.params)[0]
-             if "kernel" in jax.tree_util.keystr(path)][0]
-    return int(first.shape[0])
-
-
-def load_pretrained_nets(directory: str | Path, config: ExperimentConfig) -> PretrainedNets:
-    """The nets saved by :func:`save_pretrained_nets`, rebuilt for ``config``.
-
-    Raises:
-      CheckpointError: missing, damaged, or saved for another configuration.
-    """
-    path = Path(directory)
-    record = read_record(path)
-    check_compatible(record, kind="pretrained", max_version=PRETRAINED_FORMAT_VERSION, where=path)
-    saved = record.get("config", {})
-    for section in ("autoencoder", "siamese"):
-        if saved.get(section) != json.loads(json.dumps(config_to_dict(config)[section])):
-            raise CheckpointError(f"{path}: the pre-trained nets were saved with another {section} configuration")
-    arrays = restore_items(path, ["arrays"], record).get("arrays", {})
-    found: dict[str, tuple[TrainedNet, ...]] = {}
-    for stage, info in record["stages"].items():
-        nets = []
-        for v, (in_dim, losses) in enumerate(zip(info["in_dims"], info["losses"])):
-            template = fresh_stage_net(stage, in_dim, config)
-            params = tree_from_nested(template.params, arrays[stage][f"view_{v}"], where=f"{path} ({stage} view {v})")
-            nets.append(TrainedNet(state=template.replace(params=params), losses=tuple(losses),
-                                   submodule=info["submodule"]))
-        found[stage] = tuple(nets)
-    return PretrainedNets(autoencoders=found.get("autoencoder"), siamese=found.get("siamese"))
 
 
 # --- runs: the record that resume checks --------------------------------------------------------

@@ -66,7 +66,7 @@ class Method:
 def learnable_weight_overrides(dataset: str) -> tuple[str, ...]:
     """Overrides for per-sample learnable view weights without collapse: alpha only in the
     fusion (``graph.weights_in_affinity=false``) at the paper's temperature (BDGP T 250; blobs
-    and Handwritten T 90). Chosen earlier on validation ACC (BUILD_NOTES, issue 6), not on test."""
+    and Handwritten T 90). Chosen earlier on validation ACC (BUILD_NOTES.md, "Robustness and view weighting"), not on test."""
     temperature = {"bdgp": 250.0}.get(dataset.split(":")[0], 90.0)
     return (f"model.temperature={temperature:g}", "graph.weights_in_affinity=false")
 
