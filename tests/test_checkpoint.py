@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from specrage_jax.api.pipeline import load_pipeline, save_inference_model
+from specrage_jax.training.pretrained import PretrainedNets
 from specrage_jax.cli import main
 from specrage_jax.config import (
     AutoencoderConfig,
@@ -259,7 +260,8 @@ def test_cli_embed_equals_in_process_embedding(tmp_path, capsys, trained, autoen
         scaled = apply_view_scalers(scalers, train_rows)
         aes = tuple(train_autoencoder(x, ae_config, seed=v) for v, x in enumerate(scaled))
     config = ExperimentConfig(model=MODEL, graph=GRAPH, autoencoder=ae_config)
-    save_inference_model(tmp_path / "run" / "model", state, config, scalers=scalers, autoencoders=aes,
+    save_inference_model(tmp_path / "run" / "model", state, config, scalers=scalers,
+                         nets=PretrainedNets(autoencoders=aes),
                          input_dims=data.view_dims, view_names=data.view_names, dataset="blobs", seed=0)
     rows = [v[400:700] for v in data.views]
     np.savez(tmp_path / "new.npz", view_0=rows[0], view_1=rows[1].T)  # a view stored features-first is fine
@@ -313,7 +315,7 @@ def test_saved_pipeline_reapplies_row_normalization(tmp_path, trained):
     data = load_dataset("blobs", seed=0)
     scalers = fit_view_scalers([v[:400] for v in data.views], "standard_l2")
     config = ExperimentConfig(model=MODEL, graph=GRAPH, data=DataConfig(preprocess="standard_l2"))
-    save_inference_model(tmp_path / "run" / "model", state, config, scalers=scalers, autoencoders=None,
+    save_inference_model(tmp_path / "run" / "model", state, config, scalers=scalers, nets=None,
                          input_dims=data.view_dims, view_names=data.view_names, dataset="blobs", seed=0)
     rows = [v[400:500] for v in data.views]
     expected, _ = embed(state, apply_view_scalers(scalers, rows), batch_size=128)

@@ -364,9 +364,6 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         views = self._input_views(Xs)
         for v, x in enumerate(views):
             check_finite_view(x, name=f"X: view {v}")
-        if self.config_.siamese.enabled and self.siamese_nets_ is None:
-            raise ValueError("score needs the Siamese nets the model was trained with; a model loaded from a "
-                             "`specrage train` run holds only what inference needs (transform, predict)")
         present = np.ones((views[0].shape[0], len(views)), dtype=bool)
         views = model_inputs(views, present, scalers=self.scalers_, encoders=self.autoencoders_)
         n = views[0].shape[0]
@@ -422,8 +419,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         (``checkpoint.save_model``; its inputs are embedded as given).
 
         A run's model embeds exactly as ``specrage embed`` does (both through
-        :func:`pipeline.embed_views`); ``predict`` uses the run's k-means centres and ``score``
-        is not available (the run does not keep its Siamese nets in the model).
+        :func:`pipeline.embed_views`); ``predict`` uses the run's k-means centres.
 
         Raises:
           CheckpointError (a ValueError): naming the directory and the problem (missing,
@@ -474,7 +470,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         est.resolved_defaults_ = dict(meta.get("resolved_defaults", {}))
         est.n_features_in_ = int(sum(pipeline.input_dims))
         est.n_components_ = int(pipeline.model.state.r_inv.shape[0])
-        est.scalers_, est.autoencoders_, est.siamese_nets_ = pipeline.scalers, pipeline.encoders, None
+        est.scalers_, est.autoencoders_, est.siamese_nets_ = pipeline.scalers, pipeline.nets.autoencoders, pipeline.nets.siamese
         est.state_ = pipeline.model.state
         est.history_ = History.from_dict(meta["history"]) if "history" in meta else History()
         est.n_iter_ = len(est.history_.epochs)

@@ -5,9 +5,9 @@
 same row, bitwise, whichever of them embeds it.
 
 On disk (``specrage train --out DIR`` writes DIR/model): :func:`checkpoint.save_model` of the
-state, with the scalers' arrays and the autoencoders' encoder parameters as extra trees, and in
-the metadata what rebuilds them (configuration, input widths) plus the run's k-means centres,
-training history and embedding health. :func:`load_pipeline` reads it back; ``SpecRaGE.load``
+state, with the scalers' arrays and the pre-training nets (``training.pretrained``, the one
+save/restore path of those nets) as extra trees, and in the metadata what rebuilds them
+(configuration, input widths) plus the run's k-means centres, training history and health. :func:`load_pipeline` reads it back; ``SpecRaGE.load``
 is the public way to open one.
 """
 
@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from flax import nnx
 
 from specrage_jax.config import ExperimentConfig, config_from_dict, config_to_dict
 from specrage_jax.data.preprocess import (
@@ -27,9 +26,8 @@ from specrage_jax.data.preprocess import (
     apply_view_scalers,
     scaler_from_tree,
 )
-from specrage_jax.nets.autoencoder import Autoencoder
 from specrage_jax.nets.embed import embed
-from specrage_jax.nets.netstate import NetState, TrainedNet
+from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.training.checkpoint import (
     CheckpointError,
@@ -37,12 +35,12 @@ from specrage_jax.training.checkpoint import (
     model_config_of,
     read_model,
     save_model,
-    tree_from_nested,
 )
+from specrage_jax.training.pretrained import PretrainedNets, pretrained_record, pretrained_trees, restore_pretrained
 from specrage_jax.training.stages import encode_views
 from specrage_jax.validation import as_view_arrays, view_presence
 
-PIPELINE_FORMAT_VERSION = 1  # later additions (centres, history, health) are optional keys
+PIPELINE_FORMAT_VERSION = 2  # 2: pre-training nets via training.pretrained; centres, history, health optional
 
 
 def model_inputs(views: Sequence[np.ndarray], present: np.ndarray, *, scalers: Sequence[ViewScaler],
@@ -82,10 +80,15 @@ class InferencePipeline:
     model: LoadedModel
     config: ExperimentConfig
     scalers: tuple[ViewScaler, ...]
-    encoders: tuple[TrainedNet, ...] | None
+    nets: PretrainedNets
     input_dims: tuple[int, ...]
     view_names: tuple[str, ...]
     centres: np.ndarray | None = None  # (n_clusters, k): the run's k-means on its test embedding
+
+    @property
+    def encoders(self) -> tuple[TrainedNet, ...] | None:
+        """The autoencoders whose encoders map the scaled views to the network's inputs (or None)."""
+        return self.nets.autoencoders
 
     def check_views(self, views: Sequence[np.ndarray], *, what: str = "input") -> tuple[np.ndarray, ...]:
         """The views as float32 arrays (NaN kept) after checking their count and widths."""
@@ -108,23 +111,25 @@ class InferencePipeline:
 
 def save_inference_model(
     directory: str | Path, state: SpecRaGEState, config: ExperimentConfig, *, scalers: Sequence[ViewScaler],
-    autoencoders: Sequence[TrainedNet] | None, input_dims: Sequence[int], view_names: Sequence[str],
+    nets: PretrainedNets | None, input_dims: Sequence[int], view_names: Sequence[str],
     dataset: str, seed: int, centres: np.ndarray | None = None, extra_metadata: dict[str, Any] | None = None,
 ) -> Path:
     """:func:`checkpoint.save_model` of the state with the scalers' offset/scale per view, the
-    autoencoders' encoder parameters, the k-means ``centres`` (n_clusters, k) if given, and what
-    rebuilds them (configuration, input dims). ``extra_metadata`` (JSON) is stored beside them
-    (a run stores its history, health and resolved defaults)."""
+    pre-training ``nets`` (:func:`training.pretrained.pretrained_trees`), the k-means ``centres``
+    (n_clusters, k) if given, and what rebuilds them (configuration, input dims).
+    ``extra_metadata`` (JSON) is stored beside them (a run stores its history, health and
+    resolved defaults)."""
+    nets = nets or PretrainedNets()
     extra: dict[str, Any] = {"scalers": {f"view_{v}": s.as_tree() for v, s in enumerate(scalers)}}
-    if autoencoders:
-        extra["autoencoder"] = {f"view_{v}": net.state.params["encoder"] for v, net in enumerate(autoencoders)}
+    if nets.stages():
+        extra["pretrained"] = pretrained_trees(nets)
     if centres is not None:
         extra["clusters"] = {"centres": np.asarray(centres, np.float32)}
     metadata = {
         **(extra_metadata or {}),
         "pipeline_format_version": PIPELINE_FORMAT_VERSION, "dataset": dataset, "seed": seed,
         "input_dims": [int(d) for d in input_dims], "view_names": list(view_names),
-        "experiment_config": config_to_dict(config),
+        "experiment_config": config_to_dict(config), "pretrained": pretrained_record(nets),
     }
     return save_model(directory, state, metadata=metadata, extra_trees=extra, overwrite=True,
                       model_config=config.model)
@@ -159,35 +164,29 @@ def pipeline_from_model(model: LoadedModel, path: Path) -> InferencePipeline:
         base = ExperimentConfig()
         config = dataclasses.replace(base, model=model_config_of(model.state),
                                      data=dataclasses.replace(base.data, preprocess="none"))
-        return InferencePipeline(model=model, config=config, scalers=(), encoders=None, input_dims=view_dims,
+        return InferencePipeline(model=model, config=config, scalers=(), nets=PretrainedNets(), input_dims=view_dims,
                                  view_names=tuple(f"view{v}" for v in range(len(view_dims))))
-    if meta["pipeline_format_version"] > PIPELINE_FORMAT_VERSION:
-        raise CheckpointError(f"{path}: pipeline format {meta['pipeline_format_version']} is newer than this "
-                              f"specrage_jax reads ({PIPELINE_FORMAT_VERSION})")
+    version = meta["pipeline_format_version"]
+    if version > PIPELINE_FORMAT_VERSION:
+        raise CheckpointError(f"{path}: pipeline format {version} is newer than this specrage_jax reads "
+                              f"({PIPELINE_FORMAT_VERSION})")
     try:
         config = config_from_dict(meta["experiment_config"])
+        if version < 2 and config.autoencoder.enabled:
+            raise CheckpointError(f"{path}: pipeline format {version} stores its autoencoders in a layout this "
+                                  f"specrage_jax no longer reads; train the run again")
         input_dims = tuple(int(d) for d in meta["input_dims"])
         saved = model.extra_trees.get("scalers", {})
         scalers = tuple(scaler_from_tree(saved[f"view_{v}"], default_kind=config.data.preprocess)
                         for v in range(len(input_dims)))
-        encoders = None
-        if config.autoencoder.enabled:
-            encoders = tuple(_encoder(model.extra_trees["autoencoder"][f"view_{v}"], s.out_dim, config,
-                                      f"{path} view {v}") for v, s in enumerate(scalers))
+        nets = restore_pretrained(model.extra_trees.get("pretrained", {}), meta.get("pretrained", {}), config,
+                                  where=str(path))
         clusters = model.extra_trees.get("clusters")
         centres = None if clusters is None else np.asarray(clusters["centres"], np.float32)
     except (KeyError, TypeError, ValueError) as err:
         if isinstance(err, CheckpointError):
             raise
         raise CheckpointError(f"{path}: the pipeline record is incomplete ({type(err).__name__}: {err})") from None
-    return InferencePipeline(model=model, config=config, scalers=scalers, encoders=encoders, input_dims=input_dims,
+    return InferencePipeline(model=model, config=config, scalers=scalers, nets=nets, input_dims=input_dims,
                              view_names=tuple(meta.get("view_names") or (f"view{v}" for v in range(len(input_dims)))),
                              centres=centres)
-
-
-def _encoder(saved: dict[str, Any], in_dim: int, config: ExperimentConfig, where: str) -> TrainedNet:
-    encoder = Autoencoder(in_dim, config.autoencoder, rngs=nnx.Rngs(0)).encoder
-    graphdef, params = nnx.split(encoder, nnx.Param)
-    params = tree_from_nested(params, saved, where=where)
-    state = NetState(params=params, opt_state=(), graphdef=graphdef, learning_rate=config.autoencoder.learning_rate)
-    return TrainedNet(state=state, losses=())

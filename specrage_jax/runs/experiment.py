@@ -556,7 +556,7 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
         if config.checkpoint.save_model:
             save_start = time.perf_counter()
             save_inference_model(out / "model", outputs.state, outputs.config, scalers=outputs.pretrained.splits.scalers,
-                                 autoencoders=outputs.pretrained.nets.autoencoders, input_dims=data.view_dims,
+                                 nets=outputs.pretrained.nets, input_dims=data.view_dims,
                                  view_names=data.view_names, dataset=dataset, seed=seed,
                                  centres=outputs.evaluation.centres,
                                  extra_metadata={"history": result["training"], "health": result["test"]["health"],
