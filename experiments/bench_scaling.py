@@ -53,10 +53,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from functools import partial
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -82,8 +83,9 @@ def vm_status(pid: int | str = "self") -> dict[str, int]:
     return out
 
 
-def run_child(task: str, params: dict, *, timeout_s: float | None, max_rss_gb: float | None,
-              env: dict | None = None) -> dict:
+def run_child(
+    task: str, params: dict, *, timeout_s: float | None, max_rss_gb: float | None, env: dict | None = None
+) -> dict:
     """Runs ``task`` in a fresh interpreter; returns its result dict plus ``wall_s``,
     ``peak_rss_mb`` (ru_maxrss from wait4, this child only) and ``status`` ('ok', 'timeout',
     'memory', 'failed'). The child is killed past ``timeout_s`` or ``max_rss_gb``."""
@@ -111,12 +113,11 @@ def run_child(task: str, params: dict, *, timeout_s: float | None, max_rss_gb: f
         wall = time.perf_counter() - start
         out.seek(0)
         lines = [line for line in out.read().splitlines() if line.startswith(RESULT_PREFIX)]
-    result = json.loads(lines[-1][len(RESULT_PREFIX):]) if lines else {}
+    result = json.loads(lines[-1][len(RESULT_PREFIX) :]) if lines else {}
     if status == "ok" and (proc.returncode != 0 or not lines):
         status = "failed"
     peak_kb = max(usage.ru_maxrss, hwm_kb)  # Linux: KiB
-    return {**result, "status": status, "returncode": proc.returncode, "wall_s": wall,
-            "peak_rss_mb": peak_kb / 1024}
+    return {**result, "status": status, "returncode": proc.returncode, "wall_s": wall, "peak_rss_mb": peak_kb / 1024}
 
 
 def report(result: dict) -> None:
@@ -156,40 +157,48 @@ def task_generate(p: dict) -> dict:
     chunks = infinitemnist_chunks(images, labels, n_samples=p["n"], chunk_size=p["chunk_size"], seed=p["seed"])
     meta = write_views_memmap(p["out"], chunks, p["n"], (784, 784), dtype=p["dtype"], with_labels=True)
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "rows_per_s": p["n"] / seconds, "meta": meta,
-            "bytes_on_disk": sum(f.stat().st_size for f in Path(p["out"]).iterdir())}
+    return {
+        "seconds": seconds,
+        "rows_per_s": p["n"] / seconds,
+        "meta": meta,
+        "bytes_on_disk": sum(f.stat().st_size for f in Path(p["out"]).iterdir()),
+    }
 
 
 def task_ae(p: dict) -> dict:
     from specrage_jax.config import AutoencoderConfig
-    from specrage_jax.data.stream import map_views_in_chunks, open_views_memmap
+    from specrage_jax.data.stream import open_views_memmap
+    from specrage_jax.data.stream_batches import map_views_in_chunks
     from specrage_jax.training.autoencoder import train_autoencoder
 
     data = open_views_memmap(p["data"])
     rng = np.random.default_rng(p["seed"])
     rows = np.sort(rng.choice(data.n, size=min(data.n, p["train_rows"]), replace=False))
     sample = data.rows(rows)
-    config = AutoencoderConfig(enabled=True, hidden=tuple(p["hidden"]), embedding_dim=p["dim"], epochs=p["epochs"],
-                               batch_size=p["batch_size"])
+    config = AutoencoderConfig(
+        enabled=True, hidden=tuple(p["hidden"]), embedding_dim=p["dim"], epochs=p["epochs"], batch_size=p["batch_size"]
+    )
     start = time.perf_counter()
     nets = [train_autoencoder(x, config, seed=p["seed"] + v, name=f"view {v}") for v, x in enumerate(sample)]
     train_s = time.perf_counter() - start
     del sample
     start = time.perf_counter()
     meta = map_views_in_chunks([net.encode for net in nets], data, p["out"], chunk_rows=p["chunk_rows"])
-    return {"train_s": train_s, "encode_s": time.perf_counter() - start, "train_rows": int(rows.size),
-            "final_losses": [net.losses[-1] for net in nets], "meta": meta}
+    return {
+        "train_s": train_s,
+        "encode_s": time.perf_counter() - start,
+        "train_rows": int(rows.size),
+        "final_losses": [net.losses[-1] for net in nets],
+        "meta": meta,
+    }
 
 
 def task_specrage(p: dict) -> dict:
     import jax
 
     from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
-    from specrage_jax.data.stream import (
-        memmap_batches,
-        open_views_memmap,
-        prefetch_to_device,
-    )
+    from specrage_jax.data.stream import open_views_memmap
+    from specrage_jax.data.stream_batches import memmap_batches, prefetch_to_device
     from specrage_jax.nets.state import create_state
     from specrage_jax.training.loop import estimate_view_scales
     from specrage_jax.training.steps import Batch, train_step
@@ -203,8 +212,15 @@ def task_specrage(p: dict) -> dict:
     scales = estimate_view_scales(sample, graph, m, seed=p["seed"])
     del sample
     model = ModelConfig(n_components=p["k"], view_hidden=tuple(p["hidden"]), temperature=p["temperature"])
-    state = create_state(data.view_dims, model, graph, OrthoConfig(), learning_rate=p["learning_rate"],
-                         seed=p["seed"], view_scales=scales)
+    state = create_state(
+        data.view_dims,
+        model,
+        graph,
+        OrthoConfig(),
+        learning_rate=p["learning_rate"],
+        seed=p["seed"],
+        view_scales=scales,
+    )
     put = mesh = None
     if p["devices"] > 1:
         from specrage_jax.training.sharding import (
@@ -217,8 +233,9 @@ def task_specrage(p: dict) -> dict:
         state = replicate(state, mesh)
         put = partial(shard_batch, mesh=mesh)  # the (ortho views, grad views) pair, rows over 'data'
     if p.get("on_device"):
-        return specrage_on_device(p, data, state, mesh=mesh if p["devices"] > 1 else None,
-                                  setup_s=time.perf_counter() - start, scales=scales)
+        return specrage_on_device(
+            p, data, state, mesh=mesh if p["devices"] > 1 else None, setup_s=time.perf_counter() - start, scales=scales
+        )
     ortho_rng, grad_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(p["seed"]).spawn(2))
     pairs = zip(memmap_batches(data, m, seed=ortho_rng), memmap_batches(data, m, seed=grad_rng))
     stream = prefetch_to_device(pairs, size=p["prefetch"], sharding=put)
@@ -250,12 +267,24 @@ def task_specrage(p: dict) -> dict:
     epoch_s = time.perf_counter() - start
     stream.close()
     losses = [float(x) for x in losses]
-    return {"n": n, "batch_size": m, "steps": steps, "epoch_s": epoch_s, "s_per_step": epoch_s / steps,
-            "samples_per_s": steps * m / epoch_s, "input_wait_s": wait_s, "compile_s": compile_s,
-            "setup_s": setup_s, "rss_after_compile_mb": rss_base, "loss_first": losses[0], "loss_last": losses[-1],
-            "loss_finite": bool(np.all(np.isfinite(losses))), "view_scales": [float(s) for s in scales],
-            "devices": [str(d) for d in jax.devices()][:p["devices"]],
-            "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "n": n,
+        "batch_size": m,
+        "steps": steps,
+        "epoch_s": epoch_s,
+        "s_per_step": epoch_s / steps,
+        "samples_per_s": steps * m / epoch_s,
+        "input_wait_s": wait_s,
+        "compile_s": compile_s,
+        "setup_s": setup_s,
+        "rss_after_compile_mb": rss_base,
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+        "loss_finite": bool(np.all(np.isfinite(losses))),
+        "view_scales": [float(s) for s in scales],
+        "devices": [str(d) for d in jax.devices()][: p["devices"]],
+        "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def specrage_on_device(p: dict, data, state, *, mesh, setup_s: float, scales) -> dict:
@@ -291,13 +320,27 @@ def specrage_on_device(p: dict, data, state, *, mesh, setup_s: float, scales) ->
         log(f"  n={n}: epoch {epoch + 1}/{p['epochs']} {epochs_s[-1]:.2f} s, loss {losses[-1][1]:.4g}")
     steady = epochs_s[1:] or epochs_s
     epoch_s = float(np.median(steady))
-    return {"n": n, "batch_size": m, "steps": steps, "mode": "on_device", "epochs": p["epochs"],
-            "epochs_s": epochs_s, "total_s": float(sum(epochs_s)), "epoch_s": epoch_s, "s_per_step": epoch_s / steps,
-            "samples_per_s": steps * m / epoch_s, "transfer_s": transfer_s, "setup_s": setup_s,
-            "first_epoch_s": epochs_s[0], "loss_first": losses[0][0], "loss_last": losses[-1][1],
-            "loss_finite": bool(np.all(np.isfinite(losses))), "view_scales": [float(s) for s in scales],
-            "devices": [str(d) for d in jax.devices()][:p["devices"]],
-            "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "n": n,
+        "batch_size": m,
+        "steps": steps,
+        "mode": "on_device",
+        "epochs": p["epochs"],
+        "epochs_s": epochs_s,
+        "total_s": float(sum(epochs_s)),
+        "epoch_s": epoch_s,
+        "s_per_step": epoch_s / steps,
+        "samples_per_s": steps * m / epoch_s,
+        "transfer_s": transfer_s,
+        "setup_s": setup_s,
+        "first_epoch_s": epochs_s[0],
+        "loss_first": losses[0][0],
+        "loss_last": losses[-1][1],
+        "loss_finite": bool(np.all(np.isfinite(losses))),
+        "view_scales": [float(s) for s in scales],
+        "devices": [str(d) for d in jax.devices()][: p["devices"]],
+        "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def exact_knn(x: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
@@ -322,7 +365,7 @@ def exact_knn(x: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
     for start in range(0, n, block):
         s = min(start, n - block)  # the last tile overlaps the previous one: fixed shape
         d2, idx = tile(xd, sq, s)
-        dists[s:s + block], index[s:s + block] = np.asarray(d2), np.asarray(idx)
+        dists[s : s + block], index[s : s + block] = np.asarray(d2), np.asarray(idx)
     return dists, index
 
 
@@ -331,8 +374,9 @@ def knn_laplacian(dists: np.ndarray, index: np.ndarray, bandwidth_factor: float 
     the median l-th neighbour distance: ``baselines.sparse_gaussian_graph`` + ``sparse_laplacian``."""
     from specrage_jax.ops.spectral import sparse_gaussian_graph, sparse_laplacian
 
-    return sparse_laplacian(sparse_gaussian_graph(dists, index, sigma_neighbor=index.shape[1],
-                                                  bandwidth_factor=bandwidth_factor))
+    return sparse_laplacian(
+        sparse_gaussian_graph(dists, index, sigma_neighbor=index.shape[1], bandwidth_factor=bandwidth_factor)
+    )
 
 
 def task_exact(p: dict) -> dict:
@@ -363,16 +407,24 @@ def task_exact(p: dict) -> dict:
         values, _vectors = sla.eigsh(shifted, k=k, which="LA", tol=p["tol"], v0=rng.standard_normal(data.n))
         values = bound - values
     solve_s = time.perf_counter() - start
-    return {"n": data.n, "load_s": load_s, "graph_s": graph_s, "solve_s": solve_s,
-            "total_s": load_s + graph_s + solve_s, "eigenvalues": sorted(float(v) for v in values),
-            "nnz": int(l_bar.nnz), "solver": p["solver"]}
+    return {
+        "n": data.n,
+        "load_s": load_s,
+        "graph_s": graph_s,
+        "solve_s": solve_s,
+        "total_s": load_s + graph_s + solve_s,
+        "eigenvalues": sorted(float(v) for v in values),
+        "nnz": int(l_bar.nnz),
+        "solver": p["solver"],
+    }
 
 
 def task_gather(p: dict) -> dict:
     """ms per batch (both views) of ``MemmapViews.rows`` (preadv) for three index draws, with the
     files in the page cache (warm) and evicted before every batch (cold); and, for comparison,
     the same sorted gather through the memory map, with the file pages it maps into the process."""
-    from specrage_jax.data.stream import open_views_memmap, random_batch_indices
+    from specrage_jax.data.stream import open_views_memmap
+    from specrage_jax.data.stream_batches import random_batch_indices
 
     data = open_views_memmap(p["data"])
     m, reps, rng = p["batch_size"], p["repeats"], np.random.default_rng(p["seed"])
@@ -392,9 +444,11 @@ def task_gather(p: dict) -> dict:
         starts = np.sort(rng.choice(data.n // size, size=m // size, replace=False)) * size
         return (starts[:, None] + np.arange(size)).ravel()
 
-    draws = {"random_unsorted": lambda: next(random_batch_indices(data.n, m, rng, sort=False)),
-             "random_sorted": lambda: next(random_batch_indices(data.n, m, rng)),
-             "blocks_of_32": lambda: blocks(32)}
+    draws = {
+        "random_unsorted": lambda: next(random_batch_indices(data.n, m, rng, sort=False)),
+        "random_sorted": lambda: next(random_batch_indices(data.n, m, rng)),
+        "blocks_of_32": lambda: blocks(32),
+    }
     out: dict[str, Any] = {}
     for cache in ("warm", "cold"):
         if cache == "warm":
@@ -427,8 +481,13 @@ def task_gather(p: dict) -> dict:
     return out
 
 
-TASKS = {"generate": task_generate, "ae": task_ae, "specrage": task_specrage, "exact": task_exact,
-         "gather": task_gather}
+TASKS = {
+    "generate": task_generate,
+    "ae": task_ae,
+    "specrage": task_specrage,
+    "exact": task_exact,
+    "gather": task_gather,
+}
 
 
 # --- the driver ---------------------------------------------------------------------------------
@@ -441,10 +500,16 @@ def machine_info() -> dict:
     except (OSError, StopIteration):
         pass
     versions = {name: metadata.version(name) for name in ("jax", "jaxlib", "flax", "numpy", "scipy")}
-    return {"cpu_model": cpu, "cpu_count": os.cpu_count(), "python": platform.python_version(), **versions,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "loadavg_start": os.getloadavg(), "mem_total_gb": os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30,
-            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}
+    return {
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        **versions,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "loadavg_start": os.getloadavg(),
+        "mem_total_gb": os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30,
+        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
+    }
 
 
 def loglog_slope(x0: float, y0: float, x1: float, y1: float) -> float:
@@ -453,13 +518,21 @@ def loglog_slope(x0: float, y0: float, x1: float, y1: float) -> float:
 
 def summarize(sizes: dict[str, dict]) -> dict:
     """Log-log slopes of the SpecRaGE epoch time between consecutive sizes (and 100k -> 1M)."""
-    ok = sorted((int(n), r["specrage"]["epoch_s"]) for n, r in sizes.items()
-                if r.get("specrage", {}).get("status") == "ok")
+    ok = sorted(
+        (int(n), r["specrage"]["epoch_s"]) for n, r in sizes.items() if r.get("specrage", {}).get("status") == "ok"
+    )
     slopes = {f"{a}->{b}": loglog_slope(a, ta, b, tb) for (a, ta), (b, tb) in zip(ok, ok[1:])}
     times = dict(ok)
-    target = loglog_slope(100_000, times[100_000], 1_000_000, times[1_000_000]) if {100_000, 1_000_000} <= set(times) else None
-    return {"epoch_time_slopes": slopes, "epoch_time_slope_100k_1M": target,
-            "specrage_peak_rss_mb": {n: r.get("specrage", {}).get("peak_rss_mb") for n, r in sizes.items()}}
+    target = (
+        loglog_slope(100_000, times[100_000], 1_000_000, times[1_000_000])
+        if {100_000, 1_000_000} <= set(times)
+        else None
+    )
+    return {
+        "epoch_time_slopes": slopes,
+        "epoch_time_slope_100k_1M": target,
+        "specrage_peak_rss_mb": {n: r.get("specrage", {}).get("peak_rss_mb") for n, r in sizes.items()},
+    }
 
 
 def plot(sizes: dict[str, dict], path: Path) -> None:
@@ -472,8 +545,11 @@ def plot(sizes: dict[str, dict], path: Path) -> None:
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(11, 4.2))
 
     def series(stage: str, key: str, scale: float = 1.0):
-        pts = [(n, sizes[str(n)][stage][key] * scale) for n in ns
-               if sizes[str(n)].get(stage, {}).get("status") == "ok" and sizes[str(n)][stage].get(key)]
+        pts = [
+            (n, sizes[str(n)][stage][key] * scale)
+            for n in ns
+            if sizes[str(n)].get(stage, {}).get("status") == "ok" and sizes[str(n)][stage].get(key)
+        ]
         return [p[0] for p in pts], [p[1] for p in pts]
 
     colors = {"specrage": "C0", "exact": "C1", "generate": "C2", "ae": "C3"}
@@ -508,33 +584,46 @@ def plot(sizes: dict[str, dict], path: Path) -> None:
 
 
 def print_table(sizes: dict[str, dict], summary: dict) -> None:
-    print(f"\n{'n':>9} {'write s':>8} {'AE train/enc s':>15} {'compile s':>9} {'epoch s':>8} {'s/step':>7} "
-          f"{'wait s':>6} {'peak MB':>8} {'base MB':>8} {'exact s':>9} {'exact MB':>9}")
+    print(
+        f"\n{'n':>9} {'write s':>8} {'AE train/enc s':>15} {'compile s':>9} {'epoch s':>8} {'s/step':>7} "
+        f"{'wait s':>6} {'peak MB':>8} {'base MB':>8} {'exact s':>9} {'exact MB':>9}"
+    )
     for n in sorted(sizes, key=int):
         r = sizes[n]
         g, a, s, e = (r.get(k, {}) for k in ("generate", "ae", "specrage", "exact"))
         ae = f"{a['train_s']:.1f}/{a['encode_s']:.1f}" if a.get("status") == "ok" else "-"
         ok = s.get("status") == "ok"
-        exact = (f"{e['total_s']:.1f}" if e.get("status") == "ok" else e.get("status", "-"))
+        exact = f"{e['total_s']:.1f}" if e.get("status") == "ok" else e.get("status", "-")
         nan = float("nan")
-        print(f"{int(n):>9} {g.get('seconds', nan):>8.1f} {ae:>15} "
-              f"{s.get('compile_s', nan) if ok else nan:>9.1f} "
-              f"{s['epoch_s'] if ok else nan:>8.2f} {s['s_per_step'] if ok else nan:>7.3f} "
-              f"{s.get('input_wait_s', nan) if ok else nan:>6.2f} {s.get('peak_rss_mb', nan):>8.0f} "
-              f"{s.get('rss_after_compile_mb', nan) if ok else nan:>8.0f} {exact:>9} {e.get('peak_rss_mb', nan):>9.0f}")
+        print(
+            f"{int(n):>9} {g.get('seconds', nan):>8.1f} {ae:>15} "
+            f"{s.get('compile_s', nan) if ok else nan:>9.1f} "
+            f"{s['epoch_s'] if ok else nan:>8.2f} {s['s_per_step'] if ok else nan:>7.3f} "
+            f"{s.get('input_wait_s', nan) if ok else nan:>6.2f} {s.get('peak_rss_mb', nan):>8.0f} "
+            f"{s.get('rss_after_compile_mb', nan) if ok else nan:>8.0f} {exact:>9} {e.get('peak_rss_mb', nan):>9.0f}"
+        )
         if ok and s.get("mode") == "on_device":
-            print(f"{'':>9} on device: {s['epochs']} epochs in {s['total_s']:.1f} s (first, with compilation: "
-                  f"{s['first_epoch_s']:.1f} s; copy to device {s['transfer_s']:.1f} s)")
+            print(
+                f"{'':>9} on device: {s['epochs']} epochs in {s['total_s']:.1f} s (first, with compilation: "
+                f"{s['first_epoch_s']:.1f} s; copy to device {s['transfer_s']:.1f} s)"
+            )
     for span, slope in summary["epoch_time_slopes"].items():
         print(f"log-log slope of the SpecRaGE epoch time, n {span}: {slope:.3f}")
     target = summary["epoch_time_slope_100k_1M"]
-    print("slope 100k -> 1M: " + ("not measured (needs both sizes)" if target is None else
-                                  f"{target:.3f} ({'meets' if target <= 1.1 else 'ABOVE'} the target <= 1.1)"))
+    print(
+        "slope 100k -> 1M: "
+        + (
+            "not measured (needs both sizes)"
+            if target is None
+            else f"{target:.3f} ({'meets' if target <= 1.1 else 'ABOVE'} the target <= 1.1)"
+        )
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "datasets"), help="holds mnist/ IDX files")
     ap.add_argument("--fake-mnist", action="store_true", help="random stand-in images (for tests; no data needed)")
@@ -550,8 +639,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--temperature", type=float, default=250000.0)
     ap.add_argument("--learning-rate", type=float, default=1e-3)
     ap.add_argument("--prefetch", type=int, default=2)
-    ap.add_argument("--on-device", action="store_true",
-                    help="hold the training set in device memory, one compiled scan per epoch (the GPU path)")
+    ap.add_argument(
+        "--on-device",
+        action="store_true",
+        help="hold the training set in device memory, one compiled scan per epoch (the GPU path)",
+    )
     ap.add_argument("--epochs", type=int, default=1, help="SpecRaGE epochs (--on-device; the streamed path runs one)")
     ap.add_argument("--devices", type=int, default=1, help="data-parallel devices (CPU: forced host devices)")
     ap.add_argument("--ae", action="store_true", help="autoencoder pre-embedding before SpecRaGE")
@@ -561,7 +653,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--ae-dim", type=int, default=10)
     ap.add_argument("--no-exact", action="store_true")
     ap.add_argument("--exact-timeout", type=float, default=1800.0, help="seconds before the exact run is killed")
-    ap.add_argument("--exact-max-gb", type=float, default=0.8 * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30)
+    ap.add_argument(
+        "--exact-max-gb", type=float, default=0.8 * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
+    )
     ap.add_argument("--exact-solver", default="lobpcg", choices=["lobpcg", "eigsh"])
     ap.add_argument("--exact-tol", type=float, default=1e-5)
     ap.add_argument("--gather", action="store_true", help="also time the batch gather variants")
@@ -572,8 +666,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = ap.parse_args(argv)
 
     info = machine_info()
-    print(f"# {info['cpu_model']}, {info['cpu_count']} cores, {info['mem_total_gb']:.0f} GB, jax {info['jax']}, "
-          f"{info['date']}, load {info['loadavg_start']}", flush=True)
+    print(
+        f"# {info['cpu_model']}, {info['cpu_count']} cores, {info['mem_total_gb']:.0f} GB, jax {info['jax']}, "
+        f"{info['date']}, load {info['loadavg_start']}",
+        flush=True,
+    )
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="bench_scaling_"))
     results: dict[str, Any] = {"machine": info, "args": vars(args), "sizes": {}}
     json_path = Path(args.json)
@@ -584,6 +681,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     env = {"XLA_FLAGS": f"--xla_force_host_platform_device_count={args.devices}"} if args.devices > 1 else {}
     if args.compile_cache:  # every child reads it from the environment
         env.update(JAX_COMPILATION_CACHE_DIR=args.compile_cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+
     def save() -> None:  # after every stage: a run killed later keeps what it measured
         results["summary"] = summarize(results["sizes"])
         json_path.write_text(json.dumps(results, indent=1, default=str))
@@ -593,31 +691,70 @@ def main(argv: Sequence[str] | None = None) -> dict:
         results["sizes"][str(n)] = r
         raw = work / f"infinitemnist_{n}"
         log(f"n={n}: generating")
-        r["generate"] = run_child("generate", {**common, "n": n, "out": str(raw), "chunk_size": args.chunk_size,
-                                               "dtype": args.storage_dtype}, timeout_s=None, max_rss_gb=None, env=env)
+        r["generate"] = run_child(
+            "generate",
+            {**common, "n": n, "out": str(raw), "chunk_size": args.chunk_size, "dtype": args.storage_dtype},
+            timeout_s=None,
+            max_rss_gb=None,
+            env=env,
+        )
         save()
         train_dir = raw
         if args.ae and r["generate"]["status"] == "ok":
             log(f"n={n}: autoencoder")
             codes = work / f"infinitemnist_{n}_ae"
-            r["ae"] = run_child("ae", {**common, "data": str(raw), "out": str(codes), "train_rows": args.ae_train_rows,
-                                       "epochs": args.ae_epochs, "hidden": args.ae_hidden, "dim": args.ae_dim,
-                                       "batch_size": 256, "chunk_rows": 8192}, timeout_s=None, max_rss_gb=None, env=env)
+            r["ae"] = run_child(
+                "ae",
+                {
+                    **common,
+                    "data": str(raw),
+                    "out": str(codes),
+                    "train_rows": args.ae_train_rows,
+                    "epochs": args.ae_epochs,
+                    "hidden": args.ae_hidden,
+                    "dim": args.ae_dim,
+                    "batch_size": 256,
+                    "chunk_rows": 8192,
+                },
+                timeout_s=None,
+                max_rss_gb=None,
+                env=env,
+            )
             save()
             train_dir = codes
         if r["generate"]["status"] == "ok" and r.get("ae", {}).get("status", "ok") == "ok":
             if args.gather:
                 log(f"n={n}: gather timings")
-                r["gather"] = run_child("gather", {**common, "data": str(raw), "batch_size": args.batch_size,
-                                                   "repeats": 30}, timeout_s=None, max_rss_gb=None, env=env)
+                r["gather"] = run_child(
+                    "gather",
+                    {**common, "data": str(raw), "batch_size": args.batch_size, "repeats": 30},
+                    timeout_s=None,
+                    max_rss_gb=None,
+                    env=env,
+                )
                 save()
             log(f"n={n}: SpecRaGE epoch")
-            r["specrage"] = run_child("specrage", {
-                **common, "data": str(train_dir), "batch_size": min(args.batch_size, n), "steps": args.steps,
-                "k": args.k, "n_neighbors": args.n_neighbors, "hidden": args.hidden, "temperature": args.temperature,
-                "learning_rate": args.learning_rate, "prefetch": args.prefetch, "devices": args.devices,
-                "on_device": args.on_device, "epochs": args.epochs},
-                timeout_s=None, max_rss_gb=None, env=env)
+            r["specrage"] = run_child(
+                "specrage",
+                {
+                    **common,
+                    "data": str(train_dir),
+                    "batch_size": min(args.batch_size, n),
+                    "steps": args.steps,
+                    "k": args.k,
+                    "n_neighbors": args.n_neighbors,
+                    "hidden": args.hidden,
+                    "temperature": args.temperature,
+                    "learning_rate": args.learning_rate,
+                    "prefetch": args.prefetch,
+                    "devices": args.devices,
+                    "on_device": args.on_device,
+                    "epochs": args.epochs,
+                },
+                timeout_s=None,
+                max_rss_gb=None,
+                env=env,
+            )
             save()
             if args.no_exact:
                 pass
@@ -625,10 +762,21 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 r["exact"] = {"status": f"skipped ({exact_stopped})"}
             else:
                 log(f"n={n}: exact solution")
-                r["exact"] = run_child("exact", {**common, "data": str(train_dir), "k": args.k,
-                                                 "n_neighbors": args.n_neighbors, "solver": args.exact_solver,
-                                                 "tol": args.exact_tol, "maxiter": 500},
-                                       timeout_s=args.exact_timeout, max_rss_gb=args.exact_max_gb, env=env)
+                r["exact"] = run_child(
+                    "exact",
+                    {
+                        **common,
+                        "data": str(train_dir),
+                        "k": args.k,
+                        "n_neighbors": args.n_neighbors,
+                        "solver": args.exact_solver,
+                        "tol": args.exact_tol,
+                        "maxiter": 500,
+                    },
+                    timeout_s=args.exact_timeout,
+                    max_rss_gb=args.exact_max_gb,
+                    env=env,
+                )
                 if r["exact"]["status"] in ("timeout", "memory"):
                     exact_stopped = f"n={n} exceeded the {r['exact']['status']} limit"
         if not args.keep_data:

@@ -62,7 +62,8 @@ import platform
 import statistics
 import sys
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def _force_host_devices(argv: Sequence[str]) -> None:
@@ -70,7 +71,9 @@ def _force_host_devices(argv: Sequence[str]) -> None:
     flag only when JAX starts, so this runs before the import. Harmless on GPU/TPU hosts."""
     if "--devices" in argv and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
         count = argv[argv.index("--devices") + 1]
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={count}".strip()
+        os.environ["XLA_FLAGS"] = (
+            f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={count}".strip()
+        )
 
 
 _force_host_devices(sys.argv)
@@ -105,6 +108,7 @@ CASES = {"784": (784, 784), "240_216": (240, 216)}
 
 # --- timing helpers ---------------------------------------------------------------------------
 
+
 class PairedRef:
     """An (n, n) @ (n, n) matmul timed right before every timed group, so that every timing has
     a matmul rate from the same moment (the machine is shared: other processes swing timings
@@ -115,7 +119,7 @@ class PairedRef:
         self.a = jax.random.normal(key, (n, n), jnp.float32)
         self.b = jax.random.normal(jax.random.fold_in(key, 1), (n, n), jnp.float32)
         self.f = jax.jit(lambda a, b: a @ b)
-        self.flops = 2.0 * n ** 3 * calls
+        self.flops = 2.0 * n**3 * calls
         self.calls = calls
         jax.block_until_ready(self.f(self.a, self.b))
 
@@ -161,8 +165,10 @@ def _auto_inner(run_once: Callable[[], Any], target_s: float) -> int:
 
 def time_fn(fn: Callable, args: tuple, *, repeats: int, warmup: int, target_s: float = 0.3) -> dict:
     """Time a pure (non-donating) jitted ``fn(*args)``."""
+
     def once():
         jax.block_until_ready(fn(*args))
+
     once()  # compile
     inner = _auto_inner(once, target_s)
     out = _median_time(once, repeats=repeats, warmup=warmup, inner=inner)
@@ -183,6 +189,7 @@ def xla_flops(jitted: Callable, *args) -> tuple[float, float]:
 
 # --- 1. matmul rate ---------------------------------------------------------------------------
 
+
 def matmul_rates(sizes: Sequence[int], *, repeats: int, warmup: int) -> dict:
     matmul = jax.jit(lambda a, b: a @ b)
     rates = {}
@@ -191,12 +198,13 @@ def matmul_rates(sizes: Sequence[int], *, repeats: int, warmup: int) -> dict:
         a = jax.random.normal(key, (n, n), jnp.float32)
         b = jax.random.normal(jax.random.fold_in(key, 1), (n, n), jnp.float32)
         t = time_fn(matmul, (a, b), repeats=max(repeats, 5), warmup=warmup, target_s=0.3)
-        flops = 2.0 * n ** 3
+        flops = 2.0 * n**3
         rates[str(n)] = {"gflops": flops / t["median_s"] / 1e9, "best_gflops": flops / t["min_s"] / 1e9, **t}
     return rates
 
 
 # --- 3. analytic FLOPs ------------------------------------------------------------------------
+
 
 def network_layers(view_dims: Sequence[int], cfg: ModelConfig, k: int) -> list[list[tuple[int, int]]]:
     """(in, out) of every dense layer, one list per network (view nets, then the weighting net)."""
@@ -220,8 +228,13 @@ def analytic_flops(view_dims: Sequence[int], cfg: ModelConfig, k: int, m: int) -
     grad_const = fwd + bwd + affinity + loss
     grad_through = grad_const + fwd + bwd
     return {
-        "forward": fwd, "backward": bwd, "backward_naive_2x": 2 * fwd, "affinity": affinity, "loss": loss,
-        "ortho_step": ortho, "grad_step": {"False": grad_const, "True": grad_through},
+        "forward": fwd,
+        "backward": bwd,
+        "backward_naive_2x": 2 * fwd,
+        "affinity": affinity,
+        "loss": loss,
+        "ortho_step": ortho,
+        "grad_step": {"False": grad_const, "True": grad_through},
         "iteration": {"False": ortho + grad_const, "True": ortho + grad_through},
         "n_params": sum(i * o + o for net in nets for (i, o) in net),
     }
@@ -229,10 +242,12 @@ def analytic_flops(view_dims: Sequence[int], cfg: ModelConfig, k: int, m: int) -
 
 # --- 2. one training iteration ----------------------------------------------------------------
 
+
 def make_pool(view_dims: Sequence[int], m: int, n_batches: int, seed: int) -> list[tuple[jax.Array, ...]]:
     rng = np.random.default_rng(seed)
-    return [tuple(jnp.asarray(rng.standard_normal((m, d), dtype=np.float32)) for d in view_dims)
-            for _ in range(n_batches)]
+    return [
+        tuple(jnp.asarray(rng.standard_normal((m, d), dtype=np.float32)) for d in view_dims) for _ in range(n_batches)
+    ]
 
 
 def view_scales_from(batch: Sequence[jax.Array], graph: GraphConfig) -> list[float]:
@@ -244,8 +259,9 @@ def view_scales_from(batch: Sequence[jax.Array], graph: GraphConfig) -> list[flo
     return out
 
 
-def bench_iteration(view_dims, pool, model_cfg, graph, through: bool, *, scales, iters, repeats, warmup, lr=1e-3,
-                    mesh=None):
+def bench_iteration(
+    view_dims, pool, model_cfg, graph, through: bool, *, scales, iters, repeats, warmup, lr=1e-3, mesh=None
+):
     ortho_cfg = OrthoConfig(grad_through_r_inv=through)
     state = create_state(view_dims, model_cfg, graph, ortho_cfg, learning_rate=lr, seed=0, view_scales=scales)
     if mesh is not None:  # data parallel: state replicated, batches (the pool) sharded over 'data'
@@ -282,8 +298,12 @@ def bench_iteration(view_dims, pool, model_cfg, graph, through: bool, *, scales,
         jax.block_until_ready((state.params, state.ortho, last["metrics"]))
 
     t = _median_time(group, repeats=repeats, warmup=warmup, inner=1)
-    t = {"median_s": t["median_s"] / iters, "min_s": t["min_s"] / iters,
-         "all_s": [x / iters for x in t["all_s"]], "ref_gflops": t["ref_gflops"]}
+    t = {
+        "median_s": t["median_s"] / iters,
+        "min_s": t["min_s"] / iters,
+        "all_s": [x / iters for x in t["all_s"]],
+        "ref_gflops": t["ref_gflops"],
+    }
 
     # ortho_step and grad_step alone (same state, same batches)
     def o_only():
@@ -300,15 +320,21 @@ def bench_iteration(view_dims, pool, model_cfg, graph, through: bool, *, scales,
     t_g = _median_time(g_only, repeats=repeats, warmup=warmup, inner=max(1, iters))
     loss = float(last["metrics"]["loss"])
     return {
-        "seconds": t, "ortho_step_s": t_o["median_s"], "grad_step_s": t_g["median_s"],
-        "ortho_step_timing": t_o, "grad_step_timing": t_g,
+        "seconds": t,
+        "ortho_step_s": t_o["median_s"],
+        "grad_step_s": t_g["median_s"],
+        "ortho_step_timing": t_o,
+        "grad_step_timing": t_g,
         "xla_flops": {"ortho_step": flops_o, "grad_step": flops_g, "iteration": flops_o + flops_g},
-        "compile_s": {"ortho_step": compile_o, "grad_step": compile_g}, "first_iteration_s": first_call,
-        "final_loss": loss, "loss_finite": bool(np.isfinite(loss)),
+        "compile_s": {"ortho_step": compile_o, "grad_step": compile_g},
+        "first_iteration_s": first_call,
+        "final_loss": loss,
+        "loss_finite": bool(np.isfinite(loss)),
     }, state
 
 
 # --- 4. profile of the pieces -----------------------------------------------------------------
+
 
 def profile_pieces(view_dims, pool, model_cfg, graph, state, *, repeats, warmup) -> dict:
     """Seconds and GFLOP/s of the pieces of an iteration, each a small jitted function built
@@ -323,9 +349,14 @@ def profile_pieces(view_dims, pool, model_cfg, graph, state, *, repeats, warmup)
 
     def add(name, fn, args, flops):
         t = time_fn(jax.jit(fn), args, repeats=repeats, warmup=warmup)
-        rows[name] = {"median_s": t["median_s"], "min_s": t["min_s"], "flops": flops,
-                      "gflops": (flops / t["median_s"] / 1e9) if flops else None,
-                      "paired_fraction": paired_fraction(flops, t), "timing": t}
+        rows[name] = {
+            "median_s": t["median_s"],
+            "min_s": t["min_s"],
+            "flops": flops,
+            "gflops": (flops / t["median_s"] / 1e9) if flops else None,
+            "paired_fraction": paired_fraction(flops, t),
+            "timing": t,
+        }
 
     def forward(p, views):
         return _fuse(state, p, views)[0]
@@ -335,30 +366,52 @@ def profile_pieces(view_dims, pool, model_cfg, graph, state, *, repeats, warmup)
 
     add("forward (1 batch)", forward, (params, g), fl["forward"])
     add("forward x2 (2 calls)", lambda p, a, b: (forward(p, a), forward(p, b)), (params, o, g), 2 * fl["forward"])
-    add("forward x2 (concat 2m)",
+    add(
+        "forward x2 (concat 2m)",
         lambda p, a, b: forward(p, tuple(jnp.concatenate([x, y]) for x, y in zip(a, b))),
-        (params, o, g), 2 * fl["forward"])
+        (params, o, g),
+        2 * fl["forward"],
+    )
     add("fwd+bwd nets (1 batch)", fwd_bwd, (params, g), fl["forward"] + fl["backward"])
-    add("fwd+bwd nets x2 (2 calls)", lambda p, a, b: (fwd_bwd(p, a), fwd_bwd(p, b)), (params, o, g),
-        2 * (fl["forward"] + fl["backward"]))
-    add("fwd+bwd nets x2 (concat 2m)",
+    add(
+        "fwd+bwd nets x2 (2 calls)",
+        lambda p, a, b: (fwd_bwd(p, a), fwd_bwd(p, b)),
+        (params, o, g),
+        2 * (fl["forward"] + fl["backward"]),
+    )
+    add(
+        "fwd+bwd nets x2 (concat 2m)",
         lambda p, a, b: fwd_bwd(p, tuple(jnp.concatenate([x, y]) for x, y in zip(a, b))),
-        (params, o, g), 2 * (fl["forward"] + fl["backward"]))
+        (params, o, g),
+        2 * (fl["forward"] + fl["backward"]),
+    )
     add("affinity, all views", lambda views: batch_affinities(views, scales, graph), (g,), fl["affinity"])
     x0 = g[0]
     add("  pairwise_sq_distances (view 0)", pairwise_sq_distances, (x0,), 2 * m * m * x0.shape[1])
     d2 = jax.jit(pairwise_sq_distances)(x0)
     add("  top_k l (view 0)", lambda d: nearest_neighbors(d, graph.n_neighbors), (d2,), 0)
-    add("  knn_gaussian_affinity (view 0)",
-        lambda x: knn_gaussian_affinity(x, graph.n_neighbors, scales[0], bandwidth_factor=graph.bandwidth_factor,
-                                        include_self=graph.include_self, symmetrize_how=graph.symmetrize),
-        (x0,), 2 * m * m * x0.shape[1])
+    add(
+        "  knn_gaussian_affinity (view 0)",
+        lambda x: knn_gaussian_affinity(
+            x,
+            graph.n_neighbors,
+            scales[0],
+            bandwidth_factor=graph.bandwidth_factor,
+            include_self=graph.include_self,
+            symmetrize_how=graph.symmetrize,
+        ),
+        (x0,),
+        2 * m * m * x0.shape[1],
+    )
     aff = jax.jit(lambda views: batch_affinities(views, scales, graph))(g)
     y = jax.random.normal(jax.random.PRNGKey(0), (m, k), jnp.float32)
     alpha = jax.nn.softmax(jax.random.normal(jax.random.PRNGKey(1), (m, len(view_dims))), axis=-1)
-    add("loss fwd+bwd (dY, dalpha)",
+    add(
+        "loss fwd+bwd (dY, dalpha)",
         lambda yy, aa, ww: jax.value_and_grad(weighted_laplacian_loss, argnums=(0, 2))(yy, ww, aa),
-        (y, alpha, aff), fl["loss"])
+        (y, alpha, aff),
+        fl["loss"],
+    )
     add("orthonormalizer (QR x2)", lambda yy: orthonormalizer(yy), (y,), 0)
     add("orthonormalizer fwd+bwd", jax.grad(lambda yy: jnp.sum(orthonormalizer(yy))), (y,), 0)
     # The cores of grad_step without the affinity and Adam: loss + gradient of the networks with
@@ -370,12 +423,21 @@ def profile_pieces(view_dims, pool, model_cfg, graph, state, *, repeats, warmup)
             ri = r_inv if ortho_views is None else orthonormalizer(forward(q, ortho_views))
             yt, al = _fuse(state, q, views)
             return weighted_laplacian_loss(yt @ ri, w, al)
+
         return jax.value_and_grad(loss_fn)(p)
 
-    add("grad core, R^-1 const (no affinity/Adam)", lambda p, v, w: core(p, v, None, w), (params, g, aff),
-        fl["grad_step"]["False"] - fl["affinity"])
-    add("grad core, grad through (no affinity/Adam)", core, (params, g, o, aff),
-        fl["grad_step"]["True"] - fl["affinity"])
+    add(
+        "grad core, R^-1 const (no affinity/Adam)",
+        lambda p, v, w: core(p, v, None, w),
+        (params, g, aff),
+        fl["grad_step"]["False"] - fl["affinity"],
+    )
+    add(
+        "grad core, grad through (no affinity/Adam)",
+        core,
+        (params, g, o, aff),
+        fl["grad_step"]["True"] - fl["affinity"],
+    )
 
     # Suggestion demos (not library code): the same values computed differently.
     def core_concat(p, views, ortho_views, w):  # one 2m-row pass through the nets for both batches
@@ -384,40 +446,58 @@ def profile_pieces(view_dims, pool, model_cfg, graph, state, *, repeats, warmup)
             yt, al = _fuse(state, q, both)
             ri = orthonormalizer(yt[:m])
             return weighted_laplacian_loss(yt[m:] @ ri, w, al[m:])
+
         return jax.value_and_grad(loss_fn)(p)
 
-    add("  demo: grad through, batches concatenated", core_concat, (params, g, o, aff),
-        fl["grad_step"]["True"] - fl["affinity"])
+    add(
+        "  demo: grad through, batches concatenated",
+        core_concat,
+        (params, g, o, aff),
+        fl["grad_step"]["True"] - fl["affinity"],
+    )
 
     def loss_per_view(yy, ww, aa):  # Eq. 4 without the (V, m, m) einsum: W~v = diag(a_v) W_v diag(a_v)
         n_views = ww.shape[0]
         total = 0.0
         for v in range(n_views):
-            ys = yy * aa[:, v:v + 1]
+            ys = yy * aa[:, v : v + 1]
             degrees = 0.5 * aa[:, v] * (ww[v] @ aa[:, v] + ww[v].T @ aa[:, v])  # of (W~ + W~^T)/2
             total = total + jnp.sum(degrees * jnp.sum(yy * yy, axis=1)) - jnp.sum(ys * (ww[v] @ ys))
         return 2.0 * total / (m * m * n_views)
 
-    add("  demo: loss fwd+bwd, per-view form", lambda yy, aa, ww: jax.value_and_grad(loss_per_view, argnums=(0, 2))(yy, ww, aa),
-        (y, alpha, aff), fl["loss"])
-    rows["  demo: loss fwd+bwd, per-view form"]["max_abs_diff_vs_library"] = float(jnp.abs(
-        jax.jit(loss_per_view)(y, aff, alpha) - jax.jit(weighted_laplacian_loss)(y, aff, alpha)))
+    add(
+        "  demo: loss fwd+bwd, per-view form",
+        lambda yy, aa, ww: jax.value_and_grad(loss_per_view, argnums=(0, 2))(yy, ww, aa),
+        (y, alpha, aff),
+        fl["loss"],
+    )
+    rows["  demo: loss fwd+bwd, per-view form"]["max_abs_diff_vs_library"] = float(
+        jnp.abs(jax.jit(loss_per_view)(y, aff, alpha) - jax.jit(weighted_laplacian_loss)(y, aff, alpha))
+    )
     # Adam as grad_step applies it (update + apply_updates), buffers donated as in grad_step
     tx = getattr(state, "tx", None) or steps_module.adam_optimizer()  # the optimizer grad_step uses
-    adam = jax.jit(lambda gr, p, s: (lambda u, s2: (optax.apply_updates(p, u), s2))(*tx.update(gr, s, p)),
-                   donate_argnums=(1, 2))
+    adam = jax.jit(
+        lambda gr, p, s: (lambda u, s2: (optax.apply_updates(p, u), s2))(*tx.update(gr, s, p)), donate_argnums=(1, 2)
+    )
     carry = [jax.tree.map(jnp.copy, params), jax.tree.map(jnp.copy, state.opt_state)]
     grads = jax.tree.map(lambda x: 1e-3 * jnp.ones_like(x), params)
 
     def adam_once():
         carry[0], carry[1] = adam(grads, carry[0], carry[1])
         jax.block_until_ready(carry[0])
+
     adam_once()
     t = _median_time(adam_once, repeats=repeats, warmup=warmup, inner=_auto_inner(adam_once, 0.3))
-    rows["Adam update+apply (donated)"] = {"median_s": t["median_s"], "min_s": t["min_s"], "flops": 0, "gflops": None,
-                                           "paired_fraction": None, "timing": t}
+    rows["Adam update+apply (donated)"] = {
+        "median_s": t["median_s"],
+        "min_s": t["min_s"],
+        "flops": 0,
+        "gflops": None,
+        "paired_fraction": None,
+        "timing": t,
+    }
     # the achievable rate of each dense layer's matmul shape at this batch size
-    for (i, out) in sorted({l for net in network_layers(view_dims, model_cfg, k) for l in net}):
+    for i, out in sorted({l for net in network_layers(view_dims, model_cfg, k) for l in net}):
         a = jax.random.normal(jax.random.PRNGKey(i), (m, i), jnp.float32)
         w = jax.random.normal(jax.random.PRNGKey(out), (i, out), jnp.float32)
         add(f"  matmul ({m}x{i})@({i}x{out})", lambda a, w: a @ w, (a, w), 2 * m * i * out)
@@ -425,6 +505,7 @@ def profile_pieces(view_dims, pool, model_cfg, graph, state, *, repeats, warmup)
 
 
 # --- machine info -----------------------------------------------------------------------------
+
 
 def machine_info() -> dict:
     cpu = "unknown"
@@ -441,23 +522,37 @@ def machine_info() -> dict:
     except OSError:
         load = None
     import jaxlib
+
     return {
-        "cpu_model": cpu, "cpu_count": os.cpu_count(), "affinity_cores": len(os.sched_getaffinity(0)),
-        "jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", "?"), "numpy": np.__version__,
-        "python": platform.python_version(), "platform": platform.platform(),
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+        "affinity_cores": len(os.sched_getaffinity(0)),
+        "jax": jax.__version__,
+        "jaxlib": getattr(jaxlib, "__version__", "?"),
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
         "devices": [str(d) for d in jax.devices()],
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "loadavg_start": load, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "loadavg_start": load,
+        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
     }
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--batch-size", type=int, default=1024)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
-    ap.add_argument("--modes", nargs="+", default=["True", "False"], choices=["True", "False"],
-                    help="OrthoConfig.grad_through_r_inv values")
+    ap.add_argument(
+        "--modes",
+        nargs="+",
+        default=["True", "False"],
+        choices=["True", "False"],
+        help="OrthoConfig.grad_through_r_inv values",
+    )
     ap.add_argument("--repeats", type=int, default=5, help="timed groups; the median is reported")
     ap.add_argument("--iters", type=int, default=20, help="training iterations per timed group")
     ap.add_argument("--warmup", type=int, default=1, help="untimed groups before timing")
@@ -465,15 +560,22 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--profile", action="store_true", help="also time the pieces of an iteration")
     ap.add_argument("--target", type=float, default=0.75, help="target fraction of the matmul rate")
     ap.add_argument("--json", type=str, default=None, help="write all results to this file")
-    ap.add_argument("--devices", type=int, default=1,
-                    help="data-parallel over this many devices (sharding.make_data_mesh); on CPU, forced host "
-                         "devices that share the same cores, so this checks the sharded path, not a speed-up")
+    ap.add_argument(
+        "--devices",
+        type=int,
+        default=1,
+        help="data-parallel over this many devices (sharding.make_data_mesh); on CPU, forced host "
+        "devices that share the same cores, so this checks the sharded path, not a speed-up",
+    )
     args = ap.parse_args(argv)
     mesh = make_data_mesh(args.devices) if args.devices > 1 else None
 
     info = machine_info()
-    print(f"# {info['cpu_model']}, {info['cpu_count']} cores, jax {info['jax']}, {info['date']}, "
-          f"load {info['loadavg_start']}", flush=True)
+    print(
+        f"# {info['cpu_model']}, {info['cpu_count']} cores, jax {info['jax']}, {info['date']}, "
+        f"load {info['loadavg_start']}",
+        flush=True,
+    )
     mm_start = matmul_rates((1024, 2048), repeats=args.repeats, warmup=2)
     print("# matmul GFLOP/s (start): " + ", ".join(f"{n}^3 {r['gflops']:.1f}" for n, r in mm_start.items()), flush=True)
 
@@ -494,17 +596,30 @@ def main(argv: Sequence[str] | None = None) -> dict:
         state = None
         for mode in args.modes:
             through = mode == "True"
-            r, state = bench_iteration(dims, pool, model_cfg, graph, through, scales=scales, iters=args.iters,
-                                       repeats=args.repeats, warmup=args.warmup, mesh=mesh)
+            r, state = bench_iteration(
+                dims,
+                pool,
+                model_cfg,
+                graph,
+                through,
+                scales=scales,
+                iters=args.iters,
+                repeats=args.repeats,
+                warmup=args.warmup,
+                mesh=mesh,
+            )
             r["analytic_flops"] = fl["iteration"][mode]
             results["cases"][case]["modes"][mode] = r
-            print(f"# {case} grad_through={mode}: {r['seconds']['median_s']*1e3:.1f} ms/iter "
-                  f"(ortho {r['ortho_step_s']*1e3:.1f}, grad {r['grad_step_s']*1e3:.1f}); compile "
-                  f"{r['compile_s']['ortho_step']:.1f}+{r['compile_s']['grad_step']:.1f} s; loss {r['final_loss']:.4g}",
-                  flush=True)
+            print(
+                f"# {case} grad_through={mode}: {r['seconds']['median_s'] * 1e3:.1f} ms/iter "
+                f"(ortho {r['ortho_step_s'] * 1e3:.1f}, grad {r['grad_step_s'] * 1e3:.1f}); compile "
+                f"{r['compile_s']['ortho_step']:.1f}+{r['compile_s']['grad_step']:.1f} s; loss {r['final_loss']:.4g}",
+                flush=True,
+            )
         if args.profile:
-            results["profile"][case] = profile_pieces(dims, pool, model_cfg, graph, state,
-                                                      repeats=args.repeats, warmup=1)
+            results["profile"][case] = profile_pieces(
+                dims, pool, model_cfg, graph, state, repeats=args.repeats, warmup=1
+            )
         del pool, state
 
     mm_end = matmul_rates((1024, 2048), repeats=args.repeats, warmup=2)
@@ -514,12 +629,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
     results["matmul"] = {"start": mm_start, "end": mm_end, "reference_gflops": ref, "best_gflops": best_ref}
     info["loadavg_end"] = os.getloadavg()
 
-    print(f"\nbatch {m}, k {k}; matmul rate {ref:.1f} GFLOP/s (median of 1024^3 and 2048^3, start and end of "
-          f"the run), best {best_ref:.1f}")
-    print("frac: median over repeats of (GFLOP/s of the repeat) / (2048^3 rate measured right before it);\n"
-          "frac_run: median GFLOP/s / the run's matmul rate;  best: fastest repeat / best matmul repeat")
-    hdr = (f"{'case':<9} {'through':<7} {'s/iter':>7} {'samples/s':>9} {'GF/iter':>7} {'XLA GF':>7} "
-           f"{'GFLOP/s':>7} {'frac':>5} {'frac_run':>8} {'best s':>7} {'best frac':>9} {'compile s':>9}")
+    print(
+        f"\nbatch {m}, k {k}; matmul rate {ref:.1f} GFLOP/s (median of 1024^3 and 2048^3, start and end of "
+        f"the run), best {best_ref:.1f}"
+    )
+    print(
+        "frac: median over repeats of (GFLOP/s of the repeat) / (2048^3 rate measured right before it);\n"
+        "frac_run: median GFLOP/s / the run's matmul rate;  best: fastest repeat / best matmul repeat"
+    )
+    hdr = (
+        f"{'case':<9} {'through':<7} {'s/iter':>7} {'samples/s':>9} {'GF/iter':>7} {'XLA GF':>7} "
+        f"{'GFLOP/s':>7} {'frac':>5} {'frac_run':>8} {'best s':>7} {'best frac':>9} {'compile s':>9}"
+    )
     print(hdr)
     print("-" * len(hdr))
     table = []
@@ -528,31 +649,44 @@ def main(argv: Sequence[str] | None = None) -> dict:
             s = r["seconds"]["median_s"]
             gf = r["analytic_flops"] / 1e9
             rate = gf / s
-            row = {"case": case, "grad_through_r_inv": mode == "True", "seconds_per_iter": s,
-                   "samples_per_s": m / s, "analytic_gflop_per_iter": gf,
-                   "xla_gflop_per_iter": r["xla_flops"]["iteration"] / 1e9, "achieved_gflops": rate,
-                   "fraction_paired": paired_fraction(r["analytic_flops"], r["seconds"]),
-                   "fraction_of_run_matmul": rate / ref,
-                   "best_seconds_per_iter": r["seconds"]["min_s"],
-                   "best_fraction_of_best_matmul": gf / r["seconds"]["min_s"] / best_ref,
-                   "compile_s": r["compile_s"]["ortho_step"] + r["compile_s"]["grad_step"]}
+            row = {
+                "case": case,
+                "grad_through_r_inv": mode == "True",
+                "seconds_per_iter": s,
+                "samples_per_s": m / s,
+                "analytic_gflop_per_iter": gf,
+                "xla_gflop_per_iter": r["xla_flops"]["iteration"] / 1e9,
+                "achieved_gflops": rate,
+                "fraction_paired": paired_fraction(r["analytic_flops"], r["seconds"]),
+                "fraction_of_run_matmul": rate / ref,
+                "best_seconds_per_iter": r["seconds"]["min_s"],
+                "best_fraction_of_best_matmul": gf / r["seconds"]["min_s"] / best_ref,
+                "compile_s": r["compile_s"]["ortho_step"] + r["compile_s"]["grad_step"],
+            }
             table.append(row)
-            print(f"{case:<9} {mode:<7} {s:>7.3f} {m / s:>9.0f} {gf:>7.2f} {row['xla_gflop_per_iter']:>7.2f} "
-                  f"{rate:>7.1f} {row['fraction_paired']:>5.2f} {rate / ref:>8.2f} "
-                  f"{row['best_seconds_per_iter']:>7.3f} {row['best_fraction_of_best_matmul']:>9.2f} {row['compile_s']:>9.1f}")
+            print(
+                f"{case:<9} {mode:<7} {s:>7.3f} {m / s:>9.0f} {gf:>7.2f} {row['xla_gflop_per_iter']:>7.2f} "
+                f"{rate:>7.1f} {row['fraction_paired']:>5.2f} {rate / ref:>8.2f} "
+                f"{row['best_seconds_per_iter']:>7.3f} {row['best_fraction_of_best_matmul']:>9.2f} "
+                f"{row['compile_s']:>9.1f}"
+            )
     results["table"] = table
     for row in table:
         if row["case"] == "784":
             status = "meets" if row["fraction_paired"] >= args.target else "BELOW"
-            print(f"target >= {args.target:.2f} of matmul rate, 784 grad_through={row['grad_through_r_inv']}: "
-                  f"{row['fraction_paired']:.2f} ({status})")
+            print(
+                f"target >= {args.target:.2f} of matmul rate, 784 grad_through={row['grad_through_r_inv']}: "
+                f"{row['fraction_paired']:.2f} ({status})"
+            )
 
     for case, rows in results["profile"].items():
         print(f"\nprofile {case} (batch {m}):  {'ms':>8} {'best ms':>8} {'GFLOP/s':>8} {'frac':>5}")
         for name, p in rows.items():
             g, fr = p["gflops"], p["paired_fraction"]
-            print(f"  {name:<44} {p['median_s']*1e3:>8.2f} {p['min_s']*1e3:>8.2f} "
-                  f"{(f'{g:8.1f}' if g else '       -')} {(f'{fr:5.2f}' if fr else '    -')}")
+            print(
+                f"  {name:<44} {p['median_s'] * 1e3:>8.2f} {p['min_s'] * 1e3:>8.2f} "
+                f"{(f'{g:8.1f}' if g else '       -')} {(f'{fr:5.2f}' if fr else '    -')}"
+            )
 
     if args.json:
         with open(args.json, "w") as f:

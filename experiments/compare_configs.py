@@ -15,13 +15,8 @@ import time
 from specrage_jax.data import load_dataset
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.embed import embed
-from specrage_jax.runs.experiment import (
-    evaluate_state,
-    prepare_splits,
-    preset_config,
-    pretrain,
-    train_on_splits,
-)
+from specrage_jax.runs.experiment import evaluate_state, train_on_splits
+from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain
 
 
 def main() -> None:
@@ -40,16 +35,30 @@ def main() -> None:
     seconds = time.perf_counter() - start
     test = evaluate_state(state, splits, config, seed=args.seed).metrics
     k = config.model.n_components
-    acc = {name: kmeans_metrics(embed(state, views)[0], labels, n_clusters=k, seed=args.seed)["acc"]
-           for name, views, labels in (("val", splits.val, splits.val_labels),
-                                       ("train", splits.train, splits.train_labels))}
-    print(json.dumps({
-        "dataset": args.dataset, "seed": args.seed, "overrides": args.overrides, "steps": history.steps,
-        "seconds": round(seconds, 1), **{k: round(v, 1) for k, v in stages.items()},
-        "val_acc": round(acc["val"], 4), "train_acc": round(acc["train"], 4),
-        "test_kmeans": {k: round(v, 4) for k, v in test["kmeans"].items()}, "test_svm_acc": round(test["svm"]["acc"], 4),
-        "mean_view_weights": [round(w, 3) for w in test["mean_view_weights"]],
-    }))
+    acc = {
+        name: kmeans_metrics(embed(state, views)[0], labels, n_clusters=k, seed=args.seed)["acc"]
+        for name, views, labels in (
+            ("val", splits.val, splits.val_labels),
+            ("train", splits.train, splits.train_labels),
+        )
+    }
+    print(
+        json.dumps(
+            {
+                "dataset": args.dataset,
+                "seed": args.seed,
+                "overrides": args.overrides,
+                "steps": history.steps,
+                "seconds": round(seconds, 1),
+                **{k: round(v, 1) for k, v in stages.items()},
+                "val_acc": round(acc["val"], 4),
+                "train_acc": round(acc["train"], 4),
+                "test_kmeans": {k: round(v, 4) for k, v in test["kmeans"].items()},
+                "test_svm_acc": round(test["svm"]["acc"], 4),
+                "mean_view_weights": [round(w, 3) for w in test["mean_view_weights"]],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

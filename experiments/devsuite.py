@@ -21,8 +21,9 @@ import argparse
 import json
 import platform
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.cluster import KMeans
@@ -44,9 +45,14 @@ def kmeans_scores(embedding: np.ndarray, labels: np.ndarray, k: int) -> dict[str
     with threadpool_limits(limits=1, user_api="openmp"):
         for seed in KMEANS_SEEDS:
             predicted = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(embedding)
-            per_seed.append({"seed": seed, "ACC": clustering_accuracy(labels, predicted),
-                             "NMI": float(normalized_mutual_info_score(labels, predicted)),
-                             "ARI": float(adjusted_rand_score(labels, predicted))})
+            per_seed.append(
+                {
+                    "seed": seed,
+                    "ACC": clustering_accuracy(labels, predicted),
+                    "NMI": float(normalized_mutual_info_score(labels, predicted)),
+                    "ARI": float(adjusted_rand_score(labels, predicted)),
+                }
+            )
     summary: dict[str, Any] = {}
     for key in ("ACC", "NMI", "ARI"):
         values = [row[key] for row in per_seed]
@@ -70,10 +76,18 @@ def run_devsuite_dataset(path: Path, baselines: dict[str, Any], seed: int, overr
     estimator, seconds = fit_default(data.views, k, seed, overrides)
     scores = kmeans_scores(estimator.transform(list(data.views)), data.labels, k)
     best_name, best = max(baselines["baselines"].items(), key=lambda item: item[1]["ACC"])
-    return {"protocol": "all rows", "n": len(data.labels), "k": k, "view_dims": list(data.view_dims),
-            "fit_seconds": seconds, **scores, "baseline": {"name": best_name, "ACC": best["ACC"], "NMI": best["NMI"]},
-            "ratio": scores["ACC"] / best["ACC"], "resolved": estimator.resolved_defaults_,
-            "health": estimator.health_.as_dict()}
+    return {
+        "protocol": "all rows",
+        "n": len(data.labels),
+        "k": k,
+        "view_dims": list(data.view_dims),
+        "fit_seconds": seconds,
+        **scores,
+        "baseline": {"name": best_name, "ACC": best["ACC"], "NMI": best["NMI"]},
+        "ratio": scores["ACC"] / best["ACC"],
+        "resolved": estimator.resolved_defaults_,
+        "health": estimator.health_.as_dict(),
+    }
 
 
 def run_paper_dataset(data: MultiViewData, seed: int, overrides: Sequence[str]) -> dict[str, Any]:
@@ -83,10 +97,19 @@ def run_paper_dataset(data: MultiViewData, seed: int, overrides: Sequence[str]) 
     k = data.n_classes
     estimator, seconds = fit_default([v[fit_rows] for v in data.views], k, seed, overrides)
     scores = kmeans_scores(estimator.transform([v[idx.test] for v in data.views]), data.labels[idx.test], k)
-    return {"protocol": "test split", "n": len(data.labels), "n_fit": len(fit_rows), "n_test": len(idx.test), "k": k,
-            "view_dims": list(data.view_dims), "fit_seconds": seconds, **scores,
-            "target_ACC": PAPER_DATASETS[data.name.lower()] if data.name.lower() in PAPER_DATASETS else None,
-            "resolved": estimator.resolved_defaults_, "health": estimator.health_.as_dict()}
+    return {
+        "protocol": "test split",
+        "n": len(data.labels),
+        "n_fit": len(fit_rows),
+        "n_test": len(idx.test),
+        "k": k,
+        "view_dims": list(data.view_dims),
+        "fit_seconds": seconds,
+        **scores,
+        "target_ACC": PAPER_DATASETS[data.name.lower()] if data.name.lower() in PAPER_DATASETS else None,
+        "resolved": estimator.resolved_defaults_,
+        "health": estimator.health_.as_dict(),
+    }
 
 
 def load_paper_dataset(name: str, data_dir: str, seed: int) -> MultiViewData:
@@ -97,9 +120,12 @@ def load_paper_dataset(name: str, data_dir: str, seed: int) -> MultiViewData:
 
 def markdown_table(results: dict[str, dict[str, Any]], cpu: str) -> str:
     """The README's table: ACC / NMI, fit seconds, the bar beside each, and the resolved settings."""
-    lines = [f"Default estimator, seed 0, k-means seeds 0-4 (n_init 10); fit seconds on {cpu}.", "",
-             "| dataset | protocol | n | ACC | NMI | fit s | bar (ACC) | ACC / bar | l | preprocessing |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Default estimator, seed 0, k-means seeds 0-4 (n_init 10); fit seconds on {cpu}.",
+        "",
+        "| dataset | protocol | n | ACC | NMI | fit s | bar (ACC) | ACC / bar | l | preprocessing |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in results.items():
         if "baseline" in r:
             bar = f"{r['baseline']['ACC']:.3f} ({r['baseline']['name']})"
@@ -110,8 +136,10 @@ def markdown_table(results: dict[str, dict[str, Any]], cpu: str) -> str:
         resolved = r["resolved"]
         l = resolved.get("graph.n_neighbors", {}).get("value", "-")
         prep = ", ".join(resolved.get("data.preprocess", {}).get("value", ["-"]))
-        lines.append(f"| {name} | {r['protocol']} | {r['n']} | {r['ACC']:.3f} | {r['NMI']:.3f} | {r['fit_seconds']:.0f} "
-                     f"| {bar} | {ratio} | {l} | {prep} |")
+        lines.append(
+            f"| {name} | {r['protocol']} | {r['n']} | {r['ACC']:.3f} | {r['NMI']:.3f} | {r['fit_seconds']:.0f} "
+            f"| {bar} | {ratio} | {l} | {prep} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -141,14 +169,18 @@ def main() -> None:
         if name in baselines:
             results[name] = run_devsuite_dataset(suite_dir / f"{name}.mat", baselines[name], args.seed, args.overrides)
         elif name in PAPER_DATASETS:
-            results[name] = run_paper_dataset(load_paper_dataset(name, args.data_dir, args.seed), args.seed,
-                                              args.overrides)
+            results[name] = run_paper_dataset(
+                load_paper_dataset(name, args.data_dir, args.seed), args.seed, args.overrides
+            )
         else:
             raise SystemExit(f"devsuite: unknown dataset {name!r}; known: {', '.join([*baselines, *PAPER_DATASETS])}")
         r = results[name]
         bar = r["baseline"]["ACC"] if "baseline" in r else r.get("target_ACC")
-        print(f"{name:18s} ACC {r['ACC']:.3f} NMI {r['NMI']:.3f} bar {bar} fit {r['fit_seconds']:.1f} s  "
-              f"l={r['resolved'].get('graph.n_neighbors', {}).get('value')}", flush=True)
+        print(
+            f"{name:18s} ACC {r['ACC']:.3f} NMI {r['NMI']:.3f} bar {bar} fit {r['fit_seconds']:.1f} s  "
+            f"l={r['resolved'].get('graph.n_neighbors', {}).get('value')}",
+            flush=True,
+        )
     cpu = cpu_model()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

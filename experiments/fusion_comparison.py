@@ -60,14 +60,22 @@ def fusion_methods(dataset: str, fusions: list[str]) -> list[Method]:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="bdgp")
-    parser.add_argument("--fusions", nargs="+", default=["weighting", "average", "concat"], choices=(*FUSIONS, PAPER_LOSS))
+    parser.add_argument(
+        "--fusions", nargs="+", default=["weighting", "average", "concat"], choices=(*FUSIONS, PAPER_LOSS)
+    )
     parser.add_argument("--out", default=None, help="JSON path (default results/fusion_<dataset>.json)")
     add_curve_arguments(parser)
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else RESULTS / f"fusion_{args.dataset}.json"
     protocol = __doc__.split("Protocol: ")[1].split("Methods:")[0]
-    payload = write_curve_file(args, args.dataset, fusion_methods(args.dataset, args.fusions), out,
-                               title=f"{args.dataset} fusions", protocol=protocol)
+    payload = write_curve_file(
+        args,
+        args.dataset,
+        fusion_methods(args.dataset, args.fusions),
+        out,
+        title=f"{args.dataset} fusions",
+        protocol=protocol,
+    )
     print(f"{args.dataset}: relative ACC degradation (%) at {args.fractions}; wrote {out}")
     print(degradation_table(payload["curves"]), flush=True)
     return payload

@@ -29,8 +29,10 @@ from specrage_jax.evaluation.monitor import (
     spectral_reference,
 )
 from specrage_jax.nets.state import create_state
-from specrage_jax.runs.experiment import prepare_run, train_on_splits, write_json_atomic
+from specrage_jax.runs.experiment import train_on_splits
 from specrage_jax.runs.plots import figure_script_parser, save_figure
+from specrage_jax.runs.prepare import prepare_run
+from specrage_jax.runs.records import write_json_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -55,31 +57,48 @@ def main(argv: list[str] | None = None) -> dict:
         monitor(state, record)
         matched(state, record)
 
-    untrained = create_state([v.shape[1] for v in splits.train], config.model, config.graph, config.ortho,
-                             learning_rate=config.train.learning_rate, seed=args.seed,
-                             view_scales=np.ones(len(splits.train)))  # train_on_splits' initial parameters
+    untrained = create_state(
+        [v.shape[1] for v in splits.train],
+        config.model,
+        config.graph,
+        config.ortho,
+        learning_rate=config.train.learning_rate,
+        seed=args.seed,
+        view_scales=np.ones(len(splits.train)),
+    )  # train_on_splits' initial parameters
     initial = [float(m.measure(untrained)["grassmann_sq"]) for m in (monitor, matched)]
     train_on_splits(splits, config, seed=args.seed, codes=codes, on_epoch_end=on_epoch_end)
     result = {
-        "dataset": args.dataset, "seed": args.seed, "k": k, "overrides": args.overrides,
-        "reference_rows": rows.stop, "n_neighbors": config.graph.n_neighbors,
+        "dataset": args.dataset,
+        "seed": args.seed,
+        "k": k,
+        "overrides": args.overrides,
+        "reference_rows": rows.stop,
+        "n_neighbors": config.graph.n_neighbors,
         "epochs": [r["epoch"] for r in monitor.records],
-        "grassmann_sq": monitor.grassmann_curve(), "initial_grassmann_sq": initial[0],
+        "grassmann_sq": monitor.grassmann_curve(),
+        "initial_grassmann_sq": initial[0],
         "final_quadratic_forms": np.asarray(monitor.records[-1]["quadratic_forms"]).tolist(),
         "final_mean_view_weights": np.asarray(monitor.records[-1]["mean_view_weights"]).tolist(),
         "mean_view_weights": [np.asarray(r["mean_view_weights"]).tolist() for r in monitor.records],
-        "density_matched": {"n_neighbors": matched_graph.n_neighbors, "scale_neighbor": matched_graph.sigma_neighbor,
-                            "grassmann_sq": matched.grassmann_curve(), "initial_grassmann_sq": initial[1]},
+        "density_matched": {
+            "n_neighbors": matched_graph.n_neighbors,
+            "scale_neighbor": matched_graph.sigma_neighbor,
+            "grassmann_sq": matched.grassmann_curve(),
+            "initial_grassmann_sq": initial[1],
+        },
     }
     out = Path(args.out) if args.out else RESULTS / f"grassmann_{args.dataset}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, result)
     plot(result, out.with_suffix(".png"))
     curve = result["density_matched"]["grassmann_sq"]
-    print(f"{args.dataset}: squared Grassmann distance untrained {initial[0]:.3f}, epoch 1 "
-          f"{result['grassmann_sq'][0]:.3f} -> {result['grassmann_sq'][-1]:.3f} (l = {config.graph.n_neighbors}); "
-          f"density-matched (l = {matched_graph.n_neighbors}) untrained {initial[1]:.3f}, epoch 1 {curve[0]:.3f} -> "
-          f"{curve[-1]:.3f} (k = {k}; 0.1 k = {0.1 * k:.2f}); wrote {out}")
+    print(
+        f"{args.dataset}: squared Grassmann distance untrained {initial[0]:.3f}, epoch 1 "
+        f"{result['grassmann_sq'][0]:.3f} -> {result['grassmann_sq'][-1]:.3f} (l = {config.graph.n_neighbors}); "
+        f"density-matched (l = {matched_graph.n_neighbors}) untrained {initial[1]:.3f}, epoch 1 {curve[0]:.3f} -> "
+        f"{curve[-1]:.3f} (k = {k}; 0.1 k = {0.1 * k:.2f}); wrote {out}"
+    )
     return result
 
 
@@ -90,21 +109,31 @@ def plot(result: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.2))
+
     def with_start(curve: dict | None, values: list[float]) -> tuple[np.ndarray, list[float]]:
         """Epoch 0 = the untrained network, when recorded."""
         epochs = list(np.asarray(result["epochs"]) + 1)
         start = (curve or {}).get("initial_grassmann_sq")
         return (np.asarray([0, *epochs]), [start, *values]) if start is not None else (np.asarray(epochs), values)
 
-    ax.plot(*with_start(result, result["grassmann_sq"]), "o-", ms=3,
-            label=f"reference l = {result.get('n_neighbors', '?')}")
+    ax.plot(
+        *with_start(result, result["grassmann_sq"]), "o-", ms=3, label=f"reference l = {result.get('n_neighbors', '?')}"
+    )
     matched = result.get("density_matched")
     if matched:
-        ax.plot(*with_start(matched, matched["grassmann_sq"]), "s-", ms=3,
-                label=f"density-matched l = {matched['n_neighbors']}")
+        ax.plot(
+            *with_start(matched, matched["grassmann_sq"]),
+            "s-",
+            ms=3,
+            label=f"density-matched l = {matched['n_neighbors']}",
+        )
     ax.axhline(0.1 * result["k"], color="grey", ls=":", label="0.1 k")
-    ax.set(xlabel="epoch", ylabel="squared Grassmann distance", ylim=(0, result["k"]),
-           title=f"{result['dataset']}: embedding vs exact eigenvectors of L-bar")
+    ax.set(
+        xlabel="epoch",
+        ylabel="squared Grassmann distance",
+        ylim=(0, result["k"]),
+        title=f"{result['dataset']}: embedding vs exact eigenvectors of L-bar",
+    )
     ax.legend()
     save_figure(fig, path)
 

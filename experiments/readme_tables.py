@@ -125,8 +125,12 @@ def paper_kmeans_acc(dataset: str, paper: Mapping[str, Any]) -> tuple[float, flo
 # ---------------------------------------------------------------------------------------------
 # block: paper_results (the "Results so far" table)
 
-DATASET_LABELS = {"handwritten": "Handwritten", "bdgp": "BDGP", "noisymnist": "NoisyMNIST",
-                  "infinitemnist": "InfiniteMNIST"}
+DATASET_LABELS = {
+    "handwritten": "Handwritten",
+    "bdgp": "BDGP",
+    "noisymnist": "NoisyMNIST",
+    "infinitemnist": "InfiniteMNIST",
+}
 MULTI_SEED_SOURCES = ("handwritten", "bdgp", "noisymnist")  # experiments/reproduce_tables.py
 SINGLE_RUN_SOURCES = ("digits_seed0_metrics", "blobs_seed0_metrics")  # `specrage train` metrics.json
 
@@ -144,8 +148,13 @@ def multi_seed_row(payload: Mapping[str, Any], paper: Mapping[str, Any]) -> list
     ref = paper_kmeans_acc(dataset, paper)
     gap = "—" if ref is None else signed3(mean(acc) - ref[0])
     backend = payload.get("environment", {}).get("backend", "?").upper()
-    return [label, f"{mean_pm_std(acc)} (NMI {fmt3(mean(nmi))})", paper_cell(dataset, ref), gap,
-            f"{seconds:.0f} s per seed (mean), {backend}"]
+    return [
+        label,
+        f"{mean_pm_std(acc)} (NMI {fmt3(mean(nmi))})",
+        paper_cell(dataset, ref),
+        gap,
+        f"{seconds:.0f} s per seed (mean), {backend}",
+    ]
 
 
 def paper_cell(dataset: str, ref: tuple[float, float | None] | None) -> str:
@@ -162,9 +171,13 @@ def single_run_row(payload: Mapping[str, Any]) -> list[str]:
     dataset = payload["dataset"]
     kmeans = payload["test"]["kmeans"]
     backend = payload.get("environment", {}).get("backend", "?").upper()
-    return [f"{DATASET_LABELS.get(dataset, dataset)}, seed {payload['seed']}",
-            f"{fmt3(kmeans['acc'])} (NMI {fmt3(kmeans['nmi'])})", "—", "—",
-            f"{payload['timing']['train_seconds']:.0f} s, {backend}"]
+    return [
+        f"{DATASET_LABELS.get(dataset, dataset)}, seed {payload['seed']}",
+        f"{fmt3(kmeans['acc'])} (NMI {fmt3(kmeans['nmi'])})",
+        "—",
+        "—",
+        f"{payload['timing']['train_seconds']:.0f} s, {backend}",
+    ]
 
 
 def render_paper_results(payloads: Payloads, paper: Mapping[str, Any] | None = None) -> str:
@@ -226,9 +239,15 @@ def robustness_rows(payload: Mapping[str, Any], methods: Sequence[str], fraction
     rows = []
     for method in methods:
         outliers, noise = payload["curves"]["outliers"][method], payload["curves"]["noise"][method]
-        rows.append([fusion_label(method, payload["methods"][method]), fmt3(outliers["clean_acc_mean"]),
-                     degradation_at(outliers, fraction), degradation_at(noise, fraction),
-                     clean_view_weights(payload, method)])
+        rows.append(
+            [
+                fusion_label(method, payload["methods"][method]),
+                fmt3(outliers["clean_acc_mean"]),
+                degradation_at(outliers, fraction),
+                degradation_at(noise, fraction),
+                clean_view_weights(payload, method),
+            ]
+        )
     return rows
 
 
@@ -238,14 +257,17 @@ def render_robustness_bdgp(payloads: Payloads) -> str:
     fraction = max(fusion["fractions"])
     seeds = ", ".join(str(s) for s in fusion["seeds"])
     view = fusion["contamination"]["outlier_view"]
-    caption = (f"Relative loss of test k-means ACC in % at {100 * fraction:.0f} % contamination, "
-               f"{DATASET_LABELS.get(fusion['dataset'], fusion['dataset'])}, seed{'s' if len(fusion['seeds']) > 1 else ''} "
-               f"{seeds} (`experiments/fusion_comparison.py`; the alignment baseline from "
-               f"`experiments/robustness_curves.py`):")
+    caption = (
+        f"Relative loss of test k-means ACC in % at {100 * fraction:.0f} % contamination, "
+        f"{DATASET_LABELS.get(fusion['dataset'], fusion['dataset'])}, seed{'s' if len(fusion['seeds']) > 1 else ''} "
+        f"{seeds} (`experiments/fusion_comparison.py`; the alignment baseline from "
+        f"`experiments/robustness_curves.py`):"
+    )
     header = ["fusion", "clean ACC", f"outliers in view {view}", "noise in one random view", "view weights, clean run"]
     rows = robustness_rows(fusion, list(fusion["methods"]), fraction)
-    rows += robustness_rows(robustness, [m for m in robustness["methods"] if robustness["methods"][m].get("alignment")],
-                            fraction)
+    rows += robustness_rows(
+        robustness, [m for m in robustness["methods"] if robustness["methods"][m].get("alignment")], fraction
+    )
     return "\n".join([caption, "", *markdown_table(header, rows)]) + "\n"
 
 
@@ -267,8 +289,18 @@ def devsuite_row(name: str, result: Mapping[str, Any]) -> list[str]:
     resolved = result["resolved"]
     neighbours = resolved.get("graph.n_neighbors", {}).get("value", "-")
     preprocessing = ", ".join(resolved.get("data.preprocess", {}).get("value", ["-"]))
-    return [name, result["protocol"], str(result["n"]), fmt3(result["ACC"]), fmt3(result["NMI"]),
-            f"{result['fit_seconds']:.0f}", bar, ratio, str(neighbours), preprocessing]
+    return [
+        name,
+        result["protocol"],
+        str(result["n"]),
+        fmt3(result["ACC"]),
+        fmt3(result["NMI"]),
+        f"{result['fit_seconds']:.0f}",
+        bar,
+        ratio,
+        str(neighbours),
+        preprocessing,
+    ]
 
 
 def devsuite_summary(results: Mapping[str, Mapping[str, Any]]) -> str:
@@ -288,13 +320,17 @@ def render_devsuite(payloads: Payloads) -> str:
     payload = payloads["devsuite"]
     results = payload["results"]
     kmeans_seeds = [s["seed"] for s in next(iter(results.values())).get("per_seed", [])]
-    intro = (f"Default estimator, seed {payload['seed']}, k-means seeds {seed_range(kmeans_seeds)} (n_init 10); "
-             f"fit seconds on {payload['cpu']}.")
+    intro = (
+        f"Default estimator, seed {payload['seed']}, k-means seeds {seed_range(kmeans_seeds)} (n_init 10); "
+        f"fit seconds on {payload['cpu']}."
+    )
     header = ["dataset", "protocol", "n", "ACC", "NMI", "fit s", "bar (ACC)", "ACC / bar", "l", "preprocessing"]
     rows = [devsuite_row(name, result) for name, result in results.items()]
-    bar_note = ("The bar is the best of the suite's four naive baselines (concatenated k-means and the exact "
-                "spectral embedding of the mean 10-NN graph, each under two preprocessings; "
-                "`devsuite/baselines.json`) or the paper-dataset target. ")
+    bar_note = (
+        "The bar is the best of the suite's four naive baselines (concatenated k-means and the exact "
+        "spectral embedding of the mean 10-NN graph, each under two preprocessings; "
+        "`devsuite/baselines.json`) or the paper-dataset target. "
+    )
     return "\n".join([intro, "", *markdown_table(header, rows), "", bar_note + devsuite_summary(results)]) + "\n"
 
 
@@ -330,8 +366,9 @@ def closing_marker(name: str) -> str:
 
 def load_payloads(name: str, results_dir: Path = RESULTS) -> dict[str, Any]:
     """The parsed JSON files of a block, keyed by stem."""
-    return {stem: json.loads((results_dir / f"{stem}.json").read_text(encoding="utf-8"))
-            for stem in BLOCKS[name].sources}
+    return {
+        stem: json.loads((results_dir / f"{stem}.json").read_text(encoding="utf-8")) for stem in BLOCKS[name].sources
+    }
 
 
 def block_text(name: str, body: str) -> str:
@@ -381,15 +418,25 @@ def find_blocks(text: str) -> list[Span]:
 def stale_diffs(text: str, rendered: Mapping[str, str], label: str = "README.md") -> list[str]:
     """A unified diff per block that differs from its rendering, and a line per block the README lacks."""
     spans = find_blocks(text)
-    problems = [f"{label}: no block {name!r} (add its markers: {opening_marker(name)} ... {closing_marker(name)})\n"
-                for name in rendered if name not in {s.name for s in spans}]
+    problems = [
+        f"{label}: no block {name!r} (add its markers: {opening_marker(name)} ... {closing_marker(name)})\n"
+        for name in rendered
+        if name not in {s.name for s in spans}
+    ]
     for span in spans:
-        current, fresh = text[span.start:span.end], rendered[span.name]
+        current, fresh = text[span.start : span.end], rendered[span.name]
         if current != fresh:
-            problems.append("".join(difflib.unified_diff(
-                current.splitlines(keepends=True), fresh.splitlines(keepends=True),
-                fromfile=f"{label} (block {span.name})",
-                tofile=f"rendered from {', '.join(f'{stem}.json' for stem in BLOCKS[span.name].sources)}")) + "\n")
+            problems.append(
+                "".join(
+                    difflib.unified_diff(
+                        current.splitlines(keepends=True),
+                        fresh.splitlines(keepends=True),
+                        fromfile=f"{label} (block {span.name})",
+                        tofile=f"rendered from {', '.join(f'{stem}.json' for stem in BLOCKS[span.name].sources)}",
+                    )
+                )
+                + "\n"
+            )
     return problems
 
 
@@ -397,7 +444,7 @@ def rewrite(text: str, rendered: Mapping[str, str]) -> str:
     """The README with every block replaced by its rendering; everything outside the markers unchanged."""
     pieces, position = [], 0
     for span in find_blocks(text):
-        pieces += [text[position:span.start], rendered[span.name]]
+        pieces += [text[position : span.start], rendered[span.name]]
         position = span.end
     return "".join(pieces) + text[position:]
 
@@ -415,14 +462,16 @@ def rewrite_readme(readme: Path, rendered: Mapping[str, str]) -> int:
     """Rewrite the stale blocks in place and say which; 2 when the README lacks a block, else 0."""
     text = readme.read_text(encoding="utf-8")
     spans = find_blocks(text)
-    changed = [s.name for s in spans if text[s.start:s.end] != rendered[s.name]]
+    changed = [s.name for s in spans if text[s.start : s.end] != rendered[s.name]]
     if changed:
         readme.write_text(rewrite(text, rendered), encoding="utf-8")
     print(f"{readme}: rewrote {', '.join(changed)}" if changed else f"{readme}: every block already current")
     missing = [name for name in rendered if name not in {s.name for s in spans}]
     for name in missing:
-        print(f"{readme}: no markers for block {name!r}; add {opening_marker(name)} ... {closing_marker(name)}",
-              file=sys.stderr)
+        print(
+            f"{readme}: no markers for block {name!r}; add {opening_marker(name)} ... {closing_marker(name)}",
+            file=sys.stderr,
+        )
     return 2 if missing else 0
 
 

@@ -28,14 +28,9 @@ from specrage_jax.data import load_dataset
 from specrage_jax.evaluation.metrics import kmeans_metrics, summarize_seeds
 from specrage_jax.nets.embed import embed
 from specrage_jax.ops.spectral import mean_laplacian_eigenvectors
-from specrage_jax.runs.experiment import (
-    environment_info,
-    evaluate_state,
-    prepare_splits,
-    preset_config,
-    pretrain,
-    train_on_splits,
-)
+from specrage_jax.runs.experiment import evaluate_state, train_on_splits
+from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain
+from specrage_jax.runs.records import environment_info
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -79,13 +74,18 @@ def run_seed(dataset: str, overrides: list[str], seed: int, data_dir: str | None
     _, eigvecs = mean_laplacian_eigenvectors(graph_inputs, k, config.graph)
     baselines = {"se_on_lbar": kmeans_metrics(eigvecs, splits.test_labels, n_clusters=k, seed=seed)}
     if codes is not None:
-        baselines["siamese_concat_kmeans"] = kmeans_metrics(np.concatenate(codes.test, axis=1), splits.test_labels,
-                                                            n_clusters=k, seed=seed)
+        baselines["siamese_concat_kmeans"] = kmeans_metrics(
+            np.concatenate(codes.test, axis=1), splits.test_labels, n_clusters=k, seed=seed
+        )
     return {
-        "seed": seed, "test": {"kmeans": test["kmeans"], "svm": test["svm"]}, "baselines": baselines,
+        "seed": seed,
+        "test": {"kmeans": test["kmeans"], "svm": test["svm"]},
+        "baselines": baselines,
         "val_kmeans": kmeans_metrics(y_val, splits.val_labels, n_clusters=k, seed=seed),
-        "mean_view_weights": test["mean_view_weights"], "orthogonality_error": test["orthogonality_error"],
-        "timing": {"train_seconds": train_seconds, **stages}, "steps": history.steps,
+        "mean_view_weights": test["mean_view_weights"],
+        "orthogonality_error": test["orthogonality_error"],
+        "timing": {"train_seconds": train_seconds, **stages},
+        "steps": history.steps,
         "config": config_to_dict(config),
     }
 
@@ -96,18 +96,32 @@ def fmt(mean: float, std: float | None) -> str:
 
 def markdown_tables(results: dict[str, dict[str, Any]]) -> str:
     """One table per dataset: ours (mean ± std over seeds, percent) beside the paper's."""
-    lines = ["# SpecRaGE (specrage_jax) vs the paper", "",
-             "Test split, honest protocol (see experiments/reproduce_tables.py). Percent, mean ± std over seeds.", ""]
-    rows = [("kmeans", "acc", "k-means ACC"), ("kmeans", "nmi", "k-means NMI"), ("kmeans", "ari", "k-means ARI"),
-            ("svm", "acc", "SVM accuracy"), ("svm", "f1", "SVM F-score"), ("svm", "precision", "SVM precision")]
+    lines = [
+        "# SpecRaGE (specrage_jax) vs the paper",
+        "",
+        "Test split, honest protocol (see experiments/reproduce_tables.py). Percent, mean ± std over seeds.",
+        "",
+    ]
+    rows = [
+        ("kmeans", "acc", "k-means ACC"),
+        ("kmeans", "nmi", "k-means NMI"),
+        ("kmeans", "ari", "k-means ARI"),
+        ("svm", "acc", "SVM accuracy"),
+        ("svm", "f1", "SVM F-score"),
+        ("svm", "precision", "SVM precision"),
+    ]
     for dataset, payload in sorted(results.items()):
         seeds = payload["seeds"]
         ours = summarize_seeds([s["test"] for s in seeds])
         base = summarize_seeds([s["baselines"] for s in seeds])
         paper = PAPER.get(dataset, {})
         seconds = np.mean([s["timing"]["train_seconds"] for s in seeds])
-        lines += [f"## {dataset} ({len(seeds)} seeds, mean train time {seconds:.0f} s)", "",
-                  "| metric | ours | paper |", "|---|---|---|"]
+        lines += [
+            f"## {dataset} ({len(seeds)} seeds, mean train time {seconds:.0f} s)",
+            "",
+            "| metric | ours | paper |",
+            "|---|---|---|",
+        ]
         for group, name, label in rows:
             mine = ours[group][name]
             ref = paper.get(group, {}).get(name)
@@ -116,7 +130,9 @@ def markdown_tables(results: dict[str, dict[str, Any]]) -> str:
             if group in base:
                 mine = base[group]["acc"]
                 ref = paper.get(group, {}).get("acc")
-                lines.append(f"| {label} ACC | {fmt(100 * mine['mean'], 100 * mine['std'])} | {fmt(*ref) if ref else '—'} |")
+                lines.append(
+                    f"| {label} ACC | {fmt(100 * mine['mean'], 100 * mine['std'])} | {fmt(*ref) if ref else '—'} |"
+                )
         lines.append("")
     return "\n".join(lines)
 
@@ -137,13 +153,20 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             result = run_seed(dataset, args.overrides, seed, args.data_dir)
             seeds.append(result)
-            print(f"{dataset} seed {seed}: test ACC {result['test']['kmeans']['acc']:.4f} "
-                  f"NMI {result['test']['kmeans']['nmi']:.4f} SVM {result['test']['svm']['acc']:.4f} "
-                  f"SE-on-Lbar {result['baselines']['se_on_lbar']['acc']:.4f} "
-                  f"({result['timing']['train_seconds']:.0f} s)", flush=True)
+            print(
+                f"{dataset} seed {seed}: test ACC {result['test']['kmeans']['acc']:.4f} "
+                f"NMI {result['test']['kmeans']['nmi']:.4f} SVM {result['test']['svm']['acc']:.4f} "
+                f"SE-on-Lbar {result['baselines']['se_on_lbar']['acc']:.4f} "
+                f"({result['timing']['train_seconds']:.0f} s)",
+                flush=True,
+            )
             # after every seed, so an interrupted run keeps what it finished (atomic replace)
-            payload = {"dataset": dataset, "overrides": args.overrides, "environment": environment_info(),
-                       "seeds": seeds}
+            payload = {
+                "dataset": dataset,
+                "overrides": args.overrides,
+                "environment": environment_info(),
+                "seeds": seeds,
+            }
             tmp = out / f"{dataset}.json.tmp"
             tmp.write_text(json.dumps(payload, indent=1))
             tmp.replace(out / f"{dataset}.json")

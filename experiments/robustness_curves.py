@@ -20,7 +20,8 @@ per-sample weights alpha_i alpha_j inside every view's affinity, ``graph.weights
 at the paper's temperature (T 250 on BDGP, T 90 on blobs and Handwritten; see
 specrage_jax.runs.robustness.paper_loss_overrides; the presets themselves pin the weights with T 250000
 on BDGP/Handwritten). Down-weighting a contaminated view then also removes its edges from that
-view's graph, which is what makes the fusion robust (BUILD_NOTES.md, "Robustness and view weighting"). "alignment" = per-view SpectralNets + MSE alignment on
+view's graph, which is what makes the fusion robust (BUILD_NOTES.md, "Robustness and view weighting").
+"alignment" = per-view SpectralNets + MSE alignment on
 the same preprocessed splits (graph on the input views, l = the preset's, SpecRaGE's widths, k,
 learning rate, batch size and step budget), evaluated on its concatenated embedding.
 
@@ -49,8 +50,10 @@ METHODS = ("specrage", "alignment")
 
 
 def methods_for(dataset: str, names: list[str]) -> list[Method]:
-    table = {"specrage": Method("specrage", paper_loss_overrides(dataset)),
-             "alignment": Method("alignment", alignment=True)}
+    table = {
+        "specrage": Method("specrage", paper_loss_overrides(dataset)),
+        "alignment": Method("alignment", alignment=True),
+    }
     return [table[name] for name in names]
 
 
@@ -64,8 +67,14 @@ def main(argv: list[str] | None = None) -> dict:
     payloads = {}
     for dataset in args.datasets:
         out = Path(args.out_dir) / f"robustness_{dataset}.json"
-        payloads[dataset] = write_curve_file(args, dataset, methods_for(dataset, args.methods), out,
-                                             title=dataset, protocol=__doc__.split("Protocol")[1].split("Methods:")[0])
+        payloads[dataset] = write_curve_file(
+            args,
+            dataset,
+            methods_for(dataset, args.methods),
+            out,
+            title=dataset,
+            protocol=__doc__.split("Protocol")[1].split("Methods:")[0],
+        )
         print(f"{dataset}: relative ACC degradation (%) at {args.fractions}; wrote {out}")
         print(degradation_table(payloads[dataset]["curves"]), flush=True)
     return payloads

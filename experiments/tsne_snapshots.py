@@ -15,17 +15,20 @@ skipped and listed in "missed_epochs".
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState
-from specrage_jax.runs.experiment import prepare_run, train_on_splits, write_json_atomic
+from specrage_jax.runs.experiment import train_on_splits
 from specrage_jax.runs.plots import figure_script_parser, save_figure, two_d_projection
+from specrage_jax.runs.prepare import prepare_run
+from specrage_jax.runs.records import write_json_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -53,7 +56,9 @@ def parse_epochs(text: str) -> list[int]:
     return epochs
 
 
-def snapshot_report(snapshots: dict[int, np.ndarray], labels: np.ndarray, *, seed: int, n_clusters: int) -> list[dict[str, Any]]:
+def snapshot_report(
+    snapshots: dict[int, np.ndarray], labels: np.ndarray, *, seed: int, n_clusters: int
+) -> list[dict[str, Any]]:
     """Per snapshot (ascending epoch): the 2-D projection, its method and the k-means ACC of the
     embedding itself (not of the projection)."""
     out = []
@@ -61,8 +66,14 @@ def snapshot_report(snapshots: dict[int, np.ndarray], labels: np.ndarray, *, see
         y = snapshots[epoch]
         xy, method = two_d_projection(y, seed=seed)
         acc = kmeans_metrics(y, labels, n_clusters=n_clusters, seed=seed)["acc"]
-        out.append({"epoch": epoch, "method": method, "kmeans_acc": float(acc),
-                    "xy": np.round(np.asarray(xy, np.float64), 4).tolist()})
+        out.append(
+            {
+                "epoch": epoch,
+                "method": method,
+                "kmeans_acc": float(acc),
+                "xy": np.round(np.asarray(xy, np.float64), 4).tolist(),
+            }
+        )
     return out
 
 
@@ -76,12 +87,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
     config, splits, codes = run.config, run.splits, run.codes
     callback = EmbeddingSnapshots(views=tuple(splits.val), epochs=frozenset(wanted))
     _, history = train_on_splits(splits, config, seed=args.seed, codes=codes, on_epoch_end=callback)
-    snapshots = snapshot_report(callback.snapshots, splits.val_labels, seed=args.seed,
-                                n_clusters=config.model.n_components)
+    snapshots = snapshot_report(
+        callback.snapshots, splits.val_labels, seed=args.seed, n_clusters=config.model.n_components
+    )
     result = {
-        "dataset": args.dataset, "seed": args.seed, "overrides": args.overrides, "epochs_trained": len(history.epochs),
-        "epochs": [s["epoch"] for s in snapshots], "missed_epochs": [e for e in wanted if e not in callback.snapshots],
-        "val_rows": int(len(splits.val_labels)), "labels": splits.val_labels.astype(int).tolist(),
+        "dataset": args.dataset,
+        "seed": args.seed,
+        "overrides": args.overrides,
+        "epochs_trained": len(history.epochs),
+        "epochs": [s["epoch"] for s in snapshots],
+        "missed_epochs": [e for e in wanted if e not in callback.snapshots],
+        "val_rows": int(len(splits.val_labels)),
+        "labels": splits.val_labels.astype(int).tolist(),
         "snapshots": snapshots,
     }
     out = Path(args.out) if args.out else RESULTS / f"tsne_{args.dataset}.json"

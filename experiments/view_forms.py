@@ -32,13 +32,10 @@ from specrage_jax.ops.diagnostics import (
     off_diagonal_ratio,
     ritz_basis,
 )
-from specrage_jax.runs.experiment import (
-    evaluate_state,
-    prepare_run,
-    train_on_splits,
-    write_json_atomic,
-)
+from specrage_jax.runs.experiment import evaluate_state, train_on_splits
 from specrage_jax.runs.plots import figure_script_parser, save_figure, view_label
+from specrage_jax.runs.prepare import prepare_run
+from specrage_jax.runs.records import write_json_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BASES = ("network", "ritz", "exact")
@@ -48,8 +45,11 @@ def quadratic_form_report(y: np.ndarray, laplacians: np.ndarray, eigenvectors: n
     """Y^T L^(v) Y in the three bases (network columns / sqrt(n), Ritz, exact eigenvectors of
     L-bar) with their off-diagonal ratios. y (n, k), laplacians (V, n, n), eigenvectors (n, k)."""
     n = y.shape[0]
-    bases = {"network": np.asarray(y, np.float64) / np.sqrt(n), "ritz": ritz_basis(y, laplacians.sum(axis=0)),
-             "exact": np.asarray(eigenvectors, np.float64)}
+    bases = {
+        "network": np.asarray(y, np.float64) / np.sqrt(n),
+        "ritz": ritz_basis(y, laplacians.sum(axis=0)),
+        "exact": np.asarray(eigenvectors, np.float64),
+    }
     report: dict[str, Any] = {}
     for name, basis in bases.items():
         forms = laplacian_quadratic_forms(basis, laplacians)
@@ -60,8 +60,12 @@ def quadratic_form_report(y: np.ndarray, laplacians: np.ndarray, eigenvectors: n
 def main(argv: list[str] | None = None) -> dict:
     parser = figure_script_parser(__doc__, dataset="bdgp")
     parser.add_argument("--max-reference", type=int, default=2000, help="validation rows in the reference")
-    parser.add_argument("--reference-graph", choices=("matched", "train"), default="matched",
-                        help="matched: l scaled to the reference size (default); train: the training l")
+    parser.add_argument(
+        "--reference-graph",
+        choices=("matched", "train"),
+        default="matched",
+        help="matched: l scaled to the reference size (default); train: the training l",
+    )
     parser.add_argument("--out", default=None, help="JSON path (default results/view_forms_<dataset>.json)")
     args = parser.parse_args(argv)
     run = prepare_run(args.dataset, seed=args.seed, data_dir=args.data_dir, overrides=args.overrides)
@@ -71,17 +75,27 @@ def main(argv: list[str] | None = None) -> dict:
     graph = config.graph
     if args.reference_graph == "matched":
         graph = density_matched_graph(graph, rows.stop, min(config.train.batch_size, len(splits.train_labels)))
-    reference = spectral_reference([v[rows] for v in splits.val], graph, config.model.n_components,
-                                   codes=None if codes is None else [c[rows] for c in codes.val])
+    reference = spectral_reference(
+        [v[rows] for v in splits.val],
+        graph,
+        config.model.n_components,
+        codes=None if codes is None else [c[rows] for c in codes.val],
+    )
     y, alpha = embed(state, reference.views)
     metrics = evaluate_state(state, splits, config, seed=args.seed).metrics
     result = {
-        "dataset": args.dataset, "seed": args.seed, "k": config.model.n_components, "overrides": args.overrides,
-        "reference_rows": rows.stop, "reference_n_neighbors": graph.n_neighbors,
-        "reference_scale_neighbor": graph.sigma_neighbor, "epochs": len(history.epochs),
+        "dataset": args.dataset,
+        "seed": args.seed,
+        "k": config.model.n_components,
+        "overrides": args.overrides,
+        "reference_rows": rows.stop,
+        "reference_n_neighbors": graph.n_neighbors,
+        "reference_scale_neighbor": graph.sigma_neighbor,
+        "epochs": len(history.epochs),
         "view_names": list(run.data.view_names),
         "grassmann_sq": grassmann_distance_sq(y, reference.eigenvectors),
-        "mean_view_weights": np.asarray(alpha).mean(axis=0).tolist(), "test_kmeans_acc": metrics["kmeans"]["acc"],
+        "mean_view_weights": np.asarray(alpha).mean(axis=0).tolist(),
+        "test_kmeans_acc": metrics["kmeans"]["acc"],
         **quadratic_form_report(np.asarray(y), reference.laplacians, reference.eigenvectors),
     }
     out = Path(args.out) if args.out else RESULTS / f"view_forms_{args.dataset}.json"
@@ -112,13 +126,17 @@ def plot(result: dict, path: Path) -> None:
             ax = axes[v, col]
             image = ax.imshow(np.asarray(result[basis]["forms"][v]), cmap="RdBu_r", vmin=-scale, vmax=scale)
             name = view_label(result["view_names"], v)
-            ax.set_title(f"{name}: {titles[basis]}\noff-diag ratio {result[basis]['off_diagonal_ratio'][v]:.2f}",
-                         fontsize=9)
+            ax.set_title(
+                f"{name}: {titles[basis]}\noff-diag ratio {result[basis]['off_diagonal_ratio'][v]:.2f}", fontsize=9
+            )
             ax.set_xticks(range(result["k"]))
             ax.set_yticks(range(result["k"]))
             fig.colorbar(image, ax=ax, fraction=0.046)
-    fig.suptitle(f"{result['dataset']}: Y^T L^(v) Y on {result['reference_rows']} validation rows "
-                 f"(l = {result['reference_n_neighbors']})", fontsize=10)
+    fig.suptitle(
+        f"{result['dataset']}: Y^T L^(v) Y on {result['reference_rows']} validation rows "
+        f"(l = {result['reference_n_neighbors']})",
+        fontsize=10,
+    )
     save_figure(fig, path)
 
 

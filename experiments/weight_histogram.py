@@ -25,13 +25,10 @@ import numpy as np
 
 from specrage_jax.data import load_dataset, split_indices
 from specrage_jax.data.contamination import inject_outliers
-from specrage_jax.runs.experiment import (
-    evaluate_state,
-    prepare_run,
-    train_on_splits,
-    write_json_atomic,
-)
+from specrage_jax.runs.experiment import evaluate_state, train_on_splits
 from specrage_jax.runs.plots import figure_script_parser, save_figure, view_label
+from specrage_jax.runs.prepare import prepare_run
+from specrage_jax.runs.records import write_json_atomic
 from specrage_jax.runs.robustness import subsample
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -40,8 +37,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # net barely moves), 3000 steps instead of 180 (the contaminated weights fall with training to a
 # plateau: 600 steps 0.25 / 0.29 and 1800 0.23 / 0.27 at entropy 0.003, 3000 0.21 / 0.26 and 6000
 # 0.22 / 0.26 at entropy 0.002; BUILD_NOTES.md, "Robustness and view weighting").
-FIGURE_OVERRIDES: tuple[str, ...] = ("graph.weights_in_affinity=false", "graph.weight_entropy=0.002",
-                                     "model.temperature=1", "train.steps_per_epoch=50")
+FIGURE_OVERRIDES: tuple[str, ...] = (
+    "graph.weights_in_affinity=false",
+    "graph.weight_entropy=0.002",
+    "model.temperature=1",
+    "train.steps_per_epoch=50",
+)
 BINS = np.linspace(0.0, 1.0, 41)
 
 
@@ -74,16 +75,22 @@ def weight_summary(alpha: np.ndarray, mask: np.ndarray, inside: np.ndarray | Non
     out = []
     for v in range(alpha.shape[1]):
         only_v = mask[:, v] & (mask.sum(axis=1) == 1)
-        groups = {"clean": alpha[clean, v], "contaminated": alpha[mask[:, v], v],
-                  "only_this_view_contaminated": alpha[only_v, v],
-                  "other_view_contaminated": alpha[mask.any(axis=1) & ~mask[:, v], v]}
+        groups = {
+            "clean": alpha[clean, v],
+            "contaminated": alpha[mask[:, v], v],
+            "only_this_view_contaminated": alpha[only_v, v],
+            "other_view_contaminated": alpha[mask.any(axis=1) & ~mask[:, v], v],
+        }
         if inside is not None:
             groups["only_this_view_off_data"] = alpha[only_v & ~inside[:, v], v]
         entry: dict[str, Any] = {"view": v}
         for name, w in groups.items():
-            entry[name] = {"n": int(w.size), "mean": float(w.mean()) if w.size else None,
-                           "median": float(np.median(w)) if w.size else None,
-                           "histogram": np.histogram(w, bins=BINS)[0].tolist()}
+            entry[name] = {
+                "n": int(w.size),
+                "mean": float(w.mean()) if w.size else None,
+                "median": float(np.median(w)) if w.size else None,
+                "histogram": np.histogram(w, bins=BINS)[0].tolist(),
+            }
         out.append(entry)
     return out
 
@@ -94,8 +101,13 @@ def fmt(value: float | None) -> str:
 
 def claim_holds(views: list[dict[str, Any]], *, low: float = 0.2, centre: float = 0.5, tol: float = 0.1) -> bool:
     """The paper's figure: every view's contaminated mean < ``low``, clean means within ``tol`` of ``centre``."""
-    return all(v["contaminated"]["mean"] is not None and v["clean"]["mean"] is not None
-               and v["contaminated"]["mean"] < low and abs(v["clean"]["mean"] - centre) <= tol for v in views)
+    return all(
+        v["contaminated"]["mean"] is not None
+        and v["clean"]["mean"] is not None
+        and v["contaminated"]["mean"] < low
+        and abs(v["clean"]["mean"] - centre) <= tol
+        for v in views
+    )
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -105,40 +117,64 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--paper-loss", action="store_true", help="drop FIGURE_OVERRIDES (Eq. 4 as published)")
     parser.add_argument("--out", default=None, help="JSON path (default results/weight_histogram_<dataset>.json)")
     args = parser.parse_args(argv)
-    data = subsample(load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir), args.n_samples or 0, seed=args.seed)
+    data = subsample(
+        load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir), args.n_samples or 0, seed=args.seed
+    )
     contaminated = inject_outliers(data.views, args.fraction, seed=args.seed, view=None)
     data = dataclasses.replace(data, views=contaminated.views)
     overrides = [*([] if args.paper_loss else FIGURE_OVERRIDES), *args.overrides]
     run = prepare_run(args.dataset, seed=args.seed, overrides=overrides, data=data)
     config, splits, codes = run.config, run.splits, run.codes
-    test_rows = split_indices(data.labels, seed=args.seed, test_fraction=config.data.test_fraction,
-                              val_fraction=config.data.val_fraction).test
+    test_rows = split_indices(
+        data.labels, seed=args.seed, test_fraction=config.data.test_fraction, val_fraction=config.data.val_fraction
+    ).test
     if not np.array_equal(data.labels[test_rows], splits.test_labels):
         raise RuntimeError("the test rows do not match prepare_splits' test split")
     state, history = train_on_splits(splits, config, seed=args.seed, codes=codes)
     evaluation = evaluate_state(state, splits, config, seed=args.seed)
     metrics, alpha = evaluation.metrics, evaluation.alpha_test
     test_mask = contaminated.mask[test_rows]
-    inside = np.stack([inside_clean_data(np.asarray(x), ~contaminated.mask[:, v], test_rows)
-                       for v, x in enumerate(contaminated.views)], axis=1) & test_mask
+    inside = (
+        np.stack(
+            [
+                inside_clean_data(np.asarray(x), ~contaminated.mask[:, v], test_rows)
+                for v, x in enumerate(contaminated.views)
+            ],
+            axis=1,
+        )
+        & test_mask
+    )
     views = weight_summary(np.asarray(alpha), test_mask, inside)
     result = {
-        "dataset": args.dataset, "seed": args.seed, "fraction": args.fraction, "n_samples": int(data.labels.size),
-        "overrides": overrides, "temperature": config.model.temperature,
-        "weights_in_affinity": config.graph.weights_in_affinity, "weight_entropy": config.graph.weight_entropy,
-        "weight_balance": config.graph.weight_balance, "epochs": len(history.epochs),
-        "test_kmeans_acc": metrics["kmeans"]["acc"], "test_nmi": metrics["kmeans"].get("nmi"),
-        "train_loss": [r.train_loss for r in history.epochs], "final_learning_rate": history.epochs[-1].learning_rate, "bins": BINS.tolist(), "views": views, "claim_holds": claim_holds(views),
+        "dataset": args.dataset,
+        "seed": args.seed,
+        "fraction": args.fraction,
+        "n_samples": int(data.labels.size),
+        "overrides": overrides,
+        "temperature": config.model.temperature,
+        "weights_in_affinity": config.graph.weights_in_affinity,
+        "weight_entropy": config.graph.weight_entropy,
+        "weight_balance": config.graph.weight_balance,
+        "epochs": len(history.epochs),
+        "test_kmeans_acc": metrics["kmeans"]["acc"],
+        "test_nmi": metrics["kmeans"].get("nmi"),
+        "train_loss": [r.train_loss for r in history.epochs],
+        "final_learning_rate": history.epochs[-1].learning_rate,
+        "bins": BINS.tolist(),
+        "views": views,
+        "claim_holds": claim_holds(views),
     }
     out = Path(args.out) if args.out else RESULTS / f"weight_histogram_{args.dataset}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, result)
     plot(result, out.with_suffix(".png"), view_names=data.view_names)
     for v in views:
-        print(f"view {v['view']}: clean {v['clean']['mean']:.3f}  contaminated {v['contaminated']['mean']:.3f}  "
-              f"only this view contaminated {v['only_this_view_contaminated']['mean']:.3f}  "
-              f"(other view contaminated {v['other_view_contaminated']['mean']:.3f}; only this view, "
-              f"off the clean data: {fmt(v['only_this_view_off_data']['mean'])}, n {v['only_this_view_off_data']['n']})")
+        print(
+            f"view {v['view']}: clean {v['clean']['mean']:.3f}  contaminated {v['contaminated']['mean']:.3f}  "
+            f"only this view contaminated {v['only_this_view_contaminated']['mean']:.3f}  "
+            f"(other view contaminated {v['other_view_contaminated']['mean']:.3f}; only this view, "
+            f"off the clean data: {fmt(v['only_this_view_off_data']['mean'])}, n {v['only_this_view_off_data']['n']})"
+        )
     print(f"test k-means ACC {result['test_kmeans_acc']:.3f}; claim holds: {result['claim_holds']}; wrote {out}")
     return result
 
@@ -157,18 +193,32 @@ def plot(result: dict, path: Path, *, view_names: tuple[str, ...] = ()) -> None:
         for group, colour in (("clean", "tab:blue"), ("contaminated", "tab:red")):
             counts = np.asarray(entry[group]["histogram"], float)
             if counts.sum():
-                ax.stairs(counts / counts.sum(), bins, fill=True, alpha=0.55, color=colour,
-                          label=f"{group} (n {entry[group]['n']}, mean {entry[group]['mean']:.2f})")
+                ax.stairs(
+                    counts / counts.sum(),
+                    bins,
+                    fill=True,
+                    alpha=0.55,
+                    color=colour,
+                    label=f"{group} (n {entry[group]['n']}, mean {entry[group]['mean']:.2f})",
+                )
         off = entry.get("only_this_view_off_data")
         if off and off["n"]:
             counts = np.asarray(off["histogram"], float)
-            ax.stairs(counts / counts.sum(), bins, color="black", linestyle="--",
-                      label=f"only this view, off the data (n {off['n']}, mean {off['mean']:.2f})")
+            ax.stairs(
+                counts / counts.sum(),
+                bins,
+                color="black",
+                linestyle="--",
+                label=f"only this view, off the data (n {off['n']}, mean {off['mean']:.2f})",
+            )
         name = view_label(view_names, entry["view"])
         ax.set(xlabel=f"weight of {name}", ylabel="fraction of samples", xlim=(0, 1))
         ax.legend(fontsize=8)
-    fig.suptitle(f"{result['dataset']}: view weights, {int(100 * result['fraction'])}% outliers per view "
-                 f"(test ACC {result['test_kmeans_acc']:.3f})", fontsize=10)
+    fig.suptitle(
+        f"{result['dataset']}: view weights, {int(100 * result['fraction'])}% outliers per view "
+        f"(test ACC {result['test_kmeans_acc']:.3f})",
+        fontsize=10,
+    )
     save_figure(fig, path)
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 
 def _f(default: Any, help: str) -> Any:
@@ -46,20 +47,29 @@ class ModelConfig:
     """
 
     n_components: int = _f(0, "embedding dimension k; 0 means the number of classes")
-    view_hidden: tuple[int, ...] = _f((1024, 1024, 512), "hidden widths of every per-view MLP; (0,) means "
-                                                          "resolved from the data at fit (specrage_jax.training.defaults)")
+    view_hidden: tuple[int, ...] = _f(
+        (1024, 1024, 512),
+        "hidden widths of every per-view MLP; (0,) means "
+        "resolved from the data at fit (specrage_jax.training.defaults)",
+    )
     hidden_activation: str = _f("leaky_relu", "view-net hidden activation: relu|leaky_relu|tanh|gelu")
     leaky_relu_slope: float = _f(0.01, "negative slope of leaky_relu")
     output_activation: str = _f("none", "view-net output activation: none (paper) | tanh (published code)")
     weighting_hidden: tuple[int, ...] = _f((100, 100, 100), "hidden widths of the weighting MLP")
     weighting_activation: str = _f("relu", "weighting-net hidden activation")
     temperature: float = _f(90.0, "softmax temperature T of the view weights (larger: more uniform)")
-    fusion: str = _f("weighting", "how view outputs fuse: weighting (the paper's per-sample MLP) | average | "
-                                  "linear (learned global view weights) | concat (concatenate, project to k) | "
-                                  "attention (cross-view attention)")
-    output_rows: str = _f("raw", "what transform/embed return: raw (Y = Y~ R^-1, Y^T Y = m I) | unit (each row of Y "
-                                 "scaled to unit L2 norm, the Ng-Jordan-Weiss embedding that k-means and SVMs see; "
-                                 "training and R^-1 are unchanged)")
+    fusion: str = _f(
+        "weighting",
+        "how view outputs fuse: weighting (the paper's per-sample MLP) | average | "
+        "linear (learned global view weights) | concat (concatenate, project to k) | "
+        "attention (cross-view attention)",
+    )
+    output_rows: str = _f(
+        "raw",
+        "what transform/embed return: raw (Y = Y~ R^-1, Y^T Y = m I) | unit (each row of Y "
+        "scaled to unit L2 norm, the Ng-Jordan-Weiss embedding that k-means and SVMs see; "
+        "training and R^-1 are unchanged)",
+    )
 
     def __post_init__(self) -> None:
         for name in ("hidden_activation", "output_activation", "weighting_activation"):
@@ -69,20 +79,27 @@ class ModelConfig:
         _check_positive("model", "temperature", self.temperature)
         view_widths = () if self.view_hidden == AUTO_WIDTHS else self.view_hidden
         if self.n_components < 0 or any(w < 1 for w in (*view_widths, *self.weighting_hidden)):
-            raise ValueError("model.n_components must be >= 0 and every hidden width >= 1 (model.view_hidden=(0,): "
-                             "resolved from the data)")
+            raise ValueError(
+                "model.n_components must be >= 0 and every hidden width >= 1 (model.view_hidden=(0,): "
+                "resolved from the data)"
+            )
 
     @classmethod
-    def paper(cls, **changes: Any) -> "ModelConfig":
+    def paper(cls, **changes: Any) -> ModelConfig:
         """The paper's appendix: ReLU MLPs 1024-1024-512, linear output, weighting net 3x100."""
         base = dict(hidden_activation="relu", output_activation="none", weighting_hidden=(100, 100, 100))
         return cls(**{**base, **changes})
 
     @classmethod
-    def published_code(cls, **changes: Any) -> "ModelConfig":
+    def published_code(cls, **changes: Any) -> ModelConfig:
         """The authors' PyTorch code: LeakyReLU(0.01) view nets with tanh output, weighting net 50."""
-        base = dict(hidden_activation="leaky_relu", leaky_relu_slope=0.01, output_activation="tanh",
-                    weighting_hidden=(50,), weighting_activation="relu")
+        base = dict(
+            hidden_activation="leaky_relu",
+            leaky_relu_slope=0.01,
+            output_activation="tanh",
+            weighting_hidden=(50,),
+            weighting_activation="relu",
+        )
         return cls(**{**base, **changes})
 
 
@@ -97,17 +114,29 @@ class GraphConfig:
     bandwidth_factor: float = _f(2.0, "kernel exp(-d^2/(factor*sigma^2)): 2 as the paper, 1 as the code")
     include_self: bool = _f(False, "count the point itself among its l neighbours (the published code)")
     symmetrize: str = _f("mean", "mean: (W+W^T)/2 | max: union of kNN graphs | none: directed")
-    weights_in_affinity: bool = _f(True, "multiply W^(v)_ij by alpha_i alpha_j (Eq. 4); false: alpha enters "
-                                         "only through the fused output (Eq. 1 on the fused Y)")
-    mass_normalized: bool = _f(False, "divide each view's weighted energy by its weighted edge mass "
-                                      "a^T W a / 1^T W 1, so re-weighting cannot lower the loss by dropping "
-                                      "edges (not in the paper)")
-    weight_balance: float = _f(0.0, "lambda_b: adds lambda_b KL(mean_i alpha_i || uniform) to the loss, which "
-                                     "forbids a global collapse of the view weights onto one view but lets each "
-                                     "sample's weights move (not in the paper; 0: off)")
-    weight_entropy: float = _f(0.0, "lambda_e: adds lambda_e mean_i KL(alpha_i || uniform) to the loss, which "
-                                     "holds samples the spectral loss is indifferent about (views that agree) "
-                                     "at 1/V (not in the paper; 0: off)")
+    weights_in_affinity: bool = _f(
+        True,
+        "multiply W^(v)_ij by alpha_i alpha_j (Eq. 4); false: alpha enters "
+        "only through the fused output (Eq. 1 on the fused Y)",
+    )
+    mass_normalized: bool = _f(
+        False,
+        "divide each view's weighted energy by its weighted edge mass "
+        "a^T W a / 1^T W 1, so re-weighting cannot lower the loss by dropping "
+        "edges (not in the paper)",
+    )
+    weight_balance: float = _f(
+        0.0,
+        "lambda_b: adds lambda_b KL(mean_i alpha_i || uniform) to the loss, which "
+        "forbids a global collapse of the view weights onto one view but lets each "
+        "sample's weights move (not in the paper; 0: off)",
+    )
+    weight_entropy: float = _f(
+        0.0,
+        "lambda_e: adds lambda_e mean_i KL(alpha_i || uniform) to the loss, which "
+        "holds samples the spectral loss is indifferent about (views that agree) "
+        "at 1/V (not in the paper; 0: off)",
+    )
 
     def __post_init__(self) -> None:
         _check_choice("graph", "scale_mode", self.scale_mode, ("global", "batch"))
@@ -118,9 +147,11 @@ class GraphConfig:
             if not value >= 0 or value == float("inf"):
                 raise ValueError(f"graph.{name} must be finite and >= 0; got {value!r}")
         if self.n_neighbors < 0 or not 0 <= self.scale_neighbor <= (self.n_neighbors or self.scale_neighbor):
-            raise ValueError(f"graph.n_neighbors must be >= 0 (0: from the data) and 0 <= graph.scale_neighbor <= "
-                             f"n_neighbors; "
-                             f"got {self.n_neighbors}, {self.scale_neighbor}")
+            raise ValueError(
+                f"graph.n_neighbors must be >= 0 (0: from the data) and 0 <= graph.scale_neighbor <= "
+                f"n_neighbors; "
+                f"got {self.n_neighbors}, {self.scale_neighbor}"
+            )
 
     @property
     def sigma_neighbor(self) -> int:
@@ -135,7 +166,8 @@ class OrthoConfig:
     rank_tol: float = _f(1e-5, "ridge on R relative to ||Y||_F; keeps R^-1 finite for rank-deficient batches")
     refine: bool = _f(True, "a second QR pass (re-orthogonalization) for float32 accuracy")
     grad_through_r_inv: bool = _f(
-        True, "grad_step differentiates R^-1(theta) on its ortho batch (PyTorch code); False: constant (TF)")
+        True, "grad_step differentiates R^-1(theta) on its ortho batch (PyTorch code); False: constant (TF)"
+    )
 
     def __post_init__(self) -> None:
         _check_choice("ortho", "convention", self.convention, ("m_identity", "identity"))
@@ -154,15 +186,20 @@ class TrainConfig:
     lr_patience: int = _f(10, "epochs without validation improvement before the learning rate drops")
     min_lr: float = _f(1e-8, "training stops once the learning rate falls below this")
     progress: bool = _f(True, "show a per-epoch progress bar")
-    data_on_device: bool = _f(False, "hold the training set in device memory and run each epoch as one compiled "
-                                     "scan (no per-step host gather: the fast path on a GPU; needs in-memory views)")
+    data_on_device: bool = _f(
+        False,
+        "hold the training set in device memory and run each epoch as one compiled "
+        "scan (no per-step host gather: the fast path on a GPU; needs in-memory views)",
+    )
 
     def __post_init__(self) -> None:
         for name in ("learning_rate", "lr_factor", "min_lr"):
             _check_positive("train", name, getattr(self, name))
         if self.epochs < 0 or self.batch_size < 0 or self.steps_per_epoch < 0 or self.lr_patience < 0:
-            raise ValueError("train.epochs and train.batch_size must be >= 1 (0: from the data), "
-                             "train.steps_per_epoch and train.lr_patience >= 0")
+            raise ValueError(
+                "train.epochs and train.batch_size must be >= 1 (0: from the data), "
+                "train.steps_per_epoch and train.lr_patience >= 0"
+            )
 
 
 @dataclass(frozen=True)
@@ -200,23 +237,31 @@ class DataConfig:
 
     test_fraction: float = _f(0.2, "fraction of samples held out for testing")
     val_fraction: float = _f(0.1, "fraction of the training part used for validation")
-    preprocess: str = _f("standard", "per-view feature scaling: standard | minmax | none | l2 (rows to unit "
-                                     "L2 norm) | standard_l2 (standard, then rows to unit norm) | svd_l2 (rows to "
-                                     "unit norm, TruncatedSVD to data.svd_components, rows to unit norm) | auto "
-                                     "(per view from its statistics: svd_l2 for sparse views, else standard_l2)")
+    preprocess: str = _f(
+        "standard",
+        "per-view feature scaling: standard | minmax | none | l2 (rows to unit "
+        "L2 norm) | standard_l2 (standard, then rows to unit norm) | svd_l2 (rows to "
+        "unit norm, TruncatedSVD to data.svd_components, rows to unit norm) | auto "
+        "(per view from its statistics: svd_l2 for sparse views, else standard_l2)",
+    )
     svd_components: int = _f(100, "dimensions kept by svd_l2 (capped below the view's width and row count)")
     sparse_below: float = _f(0.1, "auto: a view whose fraction of nonzero entries is below this counts as sparse")
-    graph_inputs: str = _f("model", "what the kNN graph of an svd_l2 view is built on: model (the reduced rows the "
-                                    "network sees) | unreduced (its unit-norm rows before the SVD: the full cosine "
-                                    "geometry) | auto (unreduced when the whole training set is one batch, so the "
-                                    "graph is built once)")
+    graph_inputs: str = _f(
+        "model",
+        "what the kNN graph of an svd_l2 view is built on: model (the reduced rows the "
+        "network sees) | unreduced (its unit-norm rows before the SVD: the full cosine "
+        "geometry) | auto (unreduced when the whole training set is one batch, so the "
+        "graph is built once)",
+    )
 
     def __post_init__(self) -> None:
         _check_choice("data", "preprocess", self.preprocess, PREPROCESS_KINDS)
         _check_choice("data", "graph_inputs", self.graph_inputs, ("model", "unreduced", AUTO))
         if self.svd_components < 1 or not 0.0 <= self.sparse_below <= 1.0:
-            raise ValueError(f"data.svd_components must be >= 1 and data.sparse_below in [0, 1]; got "
-                             f"{self.svd_components}, {self.sparse_below}")
+            raise ValueError(
+                f"data.svd_components must be >= 1 and data.sparse_below in [0, 1]; got "
+                f"{self.svd_components}, {self.sparse_below}"
+            )
 
 
 @dataclass(frozen=True)
@@ -236,15 +281,20 @@ class CheckpointConfig:
     """
 
     every_epochs: int = _f(0, "save a training checkpoint every N epochs (0: off); `specrage train` defaults to 1")
-    min_seconds: float = _f(0.0, "skip a due checkpoint until this many seconds have passed since the last one "
-                                 "(or the start of training); `specrage train` defaults to 60 with every_epochs 1")
+    min_seconds: float = _f(
+        0.0,
+        "skip a due checkpoint until this many seconds have passed since the last one "
+        "(or the start of training); `specrage train` defaults to 60 with every_epochs 1",
+    )
     keep: int = _f(3, "training checkpoints kept (the newest)")
     save_model: bool = _f(True, "write the inference model (weights, R^-1, scalers, encoders) to OUT/model")
 
     def __post_init__(self) -> None:
         if self.every_epochs < 0 or self.keep < 1 or self.min_seconds < 0:
-            raise ValueError(f"checkpoint.every_epochs and checkpoint.min_seconds must be >= 0 and checkpoint.keep "
-                             f">= 1; got {self.every_epochs}, {self.min_seconds}, {self.keep}")
+            raise ValueError(
+                f"checkpoint.every_epochs and checkpoint.min_seconds must be >= 0 and checkpoint.keep "
+                f">= 1; got {self.every_epochs}, {self.min_seconds}, {self.keep}"
+            )
 
 
 @dataclass(frozen=True)
@@ -262,7 +312,7 @@ class ExperimentConfig:
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
 
     @classmethod
-    def auto(cls) -> "ExperimentConfig":
+    def auto(cls) -> ExperimentConfig:
         """The data-aware defaults: what ``SpecRaGE()`` and ``specrage train --dataset file:PATH`` use.
 
         The settings whose good value depends on the data are left unresolved (0, (0,), "auto")
@@ -282,10 +332,13 @@ class ExperimentConfig:
 
     def unresolved_fields(self) -> list[str]:
         """The "section.field" names still waiting for the data (empty once resolved)."""
-        pending = {"model.view_hidden": self.model.view_hidden == AUTO_WIDTHS,
-                   "graph.n_neighbors": self.graph.n_neighbors == 0,
-                   "train.epochs": self.train.epochs == 0, "train.batch_size": self.train.batch_size == 0,
-                   "data.graph_inputs": self.data.graph_inputs == AUTO}
+        pending = {
+            "model.view_hidden": self.model.view_hidden == AUTO_WIDTHS,
+            "graph.n_neighbors": self.graph.n_neighbors == 0,
+            "train.epochs": self.train.epochs == 0,
+            "train.batch_size": self.train.batch_size == 0,
+            "data.graph_inputs": self.data.graph_inputs == AUTO,
+        }
         return [name for name, waiting in pending.items() if waiting]
 
 
@@ -295,18 +348,28 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
     near_uniform = {"temperature": 250000.0}  # the paper's InfiniteMNIST T: weights stay ~1/V
     return {
         # specrage train --dataset blobs  ->  test k-means ACC 1.000, seed 0
-        "blobs": {"graph": {"n_neighbors": 30, "scale_neighbor": 15}, "train": {"epochs": 60},
-                  "data": {"preprocess": "none"}},
+        "blobs": {
+            "graph": {"n_neighbors": 30, "scale_neighbor": 15},
+            "train": {"epochs": 60},
+            "data": {"preprocess": "none"},
+        },
         # specrage train --dataset digits  ->  test k-means ACC 0.997, seed 0. At T = 90 the
         # weighting net drifts and ACC stalls near 0.88.
-        "digits": {"model": near_uniform, "graph": {"n_neighbors": 10},
-                   "train": {"epochs": 60, "batch_size": 512}, "data": {"preprocess": "minmax"}},
+        "digits": {
+            "model": near_uniform,
+            "graph": {"n_neighbors": 10},
+            "train": {"epochs": 60, "batch_size": 512},
+            "data": {"preprocess": "minmax"},
+        },
         # specrage train --dataset handwritten --data-dir ../shared/datasets
         #   -> see experiments/results/tables.md (10 seeds). Chosen on the validation split.
-        "handwritten": {"model": near_uniform, "graph": {"n_neighbors": 10},
-                        "train": {"epochs": 30, "batch_size": 512, "steps_per_epoch": 5},
-                        "data": {"preprocess": "minmax"},
-                        "siamese": {"enabled": True, "n_positive": 3, "hidden": (512, 512), "epochs": 10}},
+        "handwritten": {
+            "model": near_uniform,
+            "graph": {"n_neighbors": 10},
+            "train": {"epochs": 30, "batch_size": 512, "steps_per_epoch": 5},
+            "data": {"preprocess": "minmax"},
+            "siamese": {"enabled": True, "n_positive": 3, "hidden": (512, 512), "epochs": 10},
+        },
         # PYTHONPATH=. python experiments/reproduce_tables.py --datasets bdgp --data-dir ../shared/datasets
         #   -> test k-means ACC 0.966 +- 0.026 over 10 seeds, SVM 0.986 (paper 0.976 / 0.990).
         # Paper: AE + Siamese, l 22, T 250; here the learned weights collapse onto the text view
@@ -316,9 +379,12 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
         # on those rows directly, no Siamese nets (seed-1 VAL ACC, standard_l2: Siamese 0.910,
         # none with l 30 / 50 / 70 / 100 / 150: 0.970 / 0.965 / 0.965 / 0.960 / 0.940; the old
         # preset, raw rows + Siamese + l 100: 0.925). Chosen on validation.
-        "bdgp": {"model": near_uniform, "graph": {"n_neighbors": 30},
-                 "train": {"epochs": 60, "batch_size": 1024, "steps_per_epoch": 5},
-                 "data": {"preprocess": "standard_l2"}},
+        "bdgp": {
+            "model": near_uniform,
+            "graph": {"n_neighbors": 30},
+            "train": {"epochs": 60, "batch_size": 1024, "steps_per_epoch": 5},
+            "data": {"preprocess": "standard_l2"},
+        },
         # PYTHONPATH=. python experiments/reproduce_tables.py --datasets noisymnist --data-dir ../shared/datasets
         #   -> test k-means ACC 0.9877 +- 0.0009 over 10 seeds, SVM 0.991 (target 0.99).
         # Not the paper's row (l 30, AE + Siamese): the exact SE of the summed raw-pixel 10-NN graph
@@ -326,14 +392,23 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
         # that both views' graphs count equally (weights pinned, alpha outside the affinity: the
         # probe with Eq. 4 drifted to weights 0.90 / 0.10 and ACC 0.77) and that the in-batch graph is
         # pure: exact SE of one batch's summed graph, m 1024: l 20 0.85, l 10 0.95; m 2048: l 10 0.975.
-        "noisymnist": {"model": near_uniform, "graph": {"n_neighbors": 10, "weights_in_affinity": False},
-                       "train": {"epochs": 15, "batch_size": 2048}, "data": {"preprocess": "none"}},
+        "noisymnist": {
+            "model": near_uniform,
+            "graph": {"n_neighbors": 10, "weights_in_affinity": False},
+            "train": {"epochs": 15, "batch_size": 2048},
+            "data": {"preprocess": "none"},
+        },
         # The paper's InfiniteMNIST row (l 30, T 250000, AE + Siamese, 25 epochs). Timed, not scored,
         # at 1M here: experiments/bench_scaling.py --sizes 10000 100000 1000000 --ae (one epoch
         # 210.6 s on 2 CPU cores); `specrage train --dataset infinitemnist` streams it from disk.
-        "infinitemnist": {"model": near_uniform, "graph": {"n_neighbors": 30}, "train": {"epochs": 25},
-                          "data": {"preprocess": "none"}, "siamese": {"enabled": True},
-                          "autoencoder": {"enabled": True}},
+        "infinitemnist": {
+            "model": near_uniform,
+            "graph": {"n_neighbors": 30},
+            "train": {"epochs": 25},
+            "data": {"preprocess": "none"},
+            "siamese": {"enabled": True},
+            "autoencoder": {"enabled": True},
+        },
     }.get(dataset.split(":")[0], {})
 
 
@@ -354,6 +429,7 @@ def preset(dataset: str) -> ExperimentConfig:
 
 
 # --- overrides: "section.field=value" strings --------------------------------------------
+
 
 def _parse_value(text: str, annotation: Any) -> Any:
     hint = annotation if not isinstance(annotation, str) else eval(annotation, vars(typing), {})  # noqa: S307
@@ -452,5 +528,4 @@ def config_from_dict(values: dict[str, Any]) -> ExperimentConfig:
     if unknown:
         raise ValueError(f"unknown config sections {unknown}; known: {', '.join(sections)}")
     hints = _field_types(ExperimentConfig)
-    return ExperimentConfig(**{key: section_from_dict(hints[key], value, section=key)
-                               for key, value in values.items()})
+    return ExperimentConfig(**{key: section_from_dict(hints[key], value, section=key) for key, value in values.items()})

@@ -7,7 +7,8 @@ features is an error naming the view, and so is any infinite value.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.utils import check_array
@@ -30,18 +31,27 @@ def as_view_array(view: Any, *, name: str) -> np.ndarray:
     """
     ndim = getattr(view, "ndim", None)
     if ndim is not None and ndim > 2:
-        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got a {ndim}-D array of "
-                         f"shape {tuple(view.shape)}")
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_features), got a {ndim}-D array of shape {tuple(view.shape)}"
+        )
     try:
-        array = check_array(view, accept_sparse=False, dtype="numeric", ensure_all_finite=False,
-                            ensure_2d=True, allow_nd=False, input_name=name)
+        array = check_array(
+            view,
+            accept_sparse=False,
+            dtype="numeric",
+            ensure_all_finite=False,
+            ensure_2d=True,
+            allow_nd=False,
+            input_name=name,
+        )
     except TypeError as err:
         raise InputTypeError(f"{name}: {err}") from err
     except ValueError as err:
         text = str(err)
         if "inhomogeneous" in text or "sequence" in text:
-            raise ValueError(f"{name} is ragged: its rows differ in length or hold nested sequences "
-                             f"({text.splitlines()[0]})") from err
+            raise ValueError(
+                f"{name} is ragged: its rows differ in length or hold nested sequences ({text.splitlines()[0]})"
+            ) from err
         if "could not convert" in text or "strings" in text:
             raise ValueError(f"{name} is not numeric: {text}") from err
         if "dim 3" in text or "dim 4" in text:
@@ -69,10 +79,14 @@ def check_finite_view(array: np.ndarray, *, name: str, allow_missing: bool = Fal
     bad_rows = np.flatnonzero(~finite.all(axis=1) & ~missing)
     if bad_rows.size:
         n_bad = int((~finite[bad_rows]).sum())
-        hint = ("a missing view must be NaN in every feature of that row" if allow_missing
-                else "impute or drop those samples first")
-        raise ValueError(f"{name} holds {n_bad} NaN or infinite values (first bad rows: "
-                         f"{bad_rows[:5].tolist()}); {hint}")
+        hint = (
+            "a missing view must be NaN in every feature of that row"
+            if allow_missing
+            else "impute or drop those samples first"
+        )
+        raise ValueError(
+            f"{name} holds {n_bad} NaN or infinite values (first bad rows: {bad_rows[:5].tolist()}); {hint}"
+        )
     return ~missing
 
 
@@ -86,20 +100,23 @@ def view_presence(views: Sequence[np.ndarray], mask: Any = None, *, what: str = 
       ValueError: naming the view (partial-NaN rows, infinite values), the mask's problem,
         or the first sample with every view missing.
     """
-    present = np.stack([check_finite_view(np.asarray(x), name=f"{what}: view {v}", allow_missing=True)
-                        for v, x in enumerate(views)], axis=1)
+    present = np.stack(
+        [check_finite_view(np.asarray(x), name=f"{what}: view {v}", allow_missing=True) for v, x in enumerate(views)],
+        axis=1,
+    )
     if mask is not None:
         given = np.asarray(mask)
         if given.shape != present.shape:
-            raise ValueError(f"{what}: mask must have shape (n_samples, n_views) = {present.shape}, "
-                             f"got {given.shape}")
+            raise ValueError(f"{what}: mask must have shape (n_samples, n_views) = {present.shape}, got {given.shape}")
         if given.dtype != np.bool_:
             raise ValueError(f"{what}: mask must be boolean (True = view present), got dtype {given.dtype}")
         present &= given
     empty = np.flatnonzero(~present.any(axis=1))
     if empty.size:
-        raise ValueError(f"{what}: sample {int(empty[0])} has every view missing (all-NaN rows or mask "
-                         f"False; {empty.size} such samples, first {empty[:5].tolist()}); it cannot be embedded")
+        raise ValueError(
+            f"{what}: sample {int(empty[0])} has every view missing (all-NaN rows or mask "
+            f"False; {empty.size} such samples, first {empty[:5].tolist()}); it cannot be embedded"
+        )
     return present
 
 
@@ -164,8 +181,18 @@ def check_label_shape(labels: np.ndarray, n_samples: int, *, what: str) -> np.nd
     return array
 
 
-def check_training_sizes(*, n_samples: int, n_train: int, batch_size: int, n_neighbors: int, n_components: int,
-                         n_clusters: int, n_test: int | None = None, what: str = "X", extra: str = "") -> None:
+def check_training_sizes(
+    *,
+    n_samples: int,
+    n_train: int,
+    batch_size: int,
+    n_neighbors: int,
+    n_components: int,
+    n_clusters: int,
+    n_test: int | None = None,
+    what: str = "X",
+    extra: str = "",
+) -> None:
     """Before any training: the data is large enough for the kNN graph, the orthogonalization
     and the clusters. The estimator and the CLI both call this.
 
@@ -178,14 +205,18 @@ def check_training_sizes(*, n_samples: int, n_train: int, batch_size: int, n_nei
         raise ValueError(
             f"n_neighbors={n_neighbors} needs batches of more than {n_neighbors} samples, but the batch holds "
             f"m = min(batch_size={batch_size}, training rows={n_train}) = {m} ({context}); lower n_neighbors "
-            f"(graph.n_neighbors) below {m}, or pass more samples")
+            f"(graph.n_neighbors) below {m}, or pass more samples"
+        )
     if n_components > m:
         raise ValueError(
             f"n_components={n_components} is larger than the batch of m={m} samples ({context}); the "
             f"orthogonalization needs at least n_components rows per batch: lower n_components "
-            f"(model.n_components) to at most {m}")
+            f"(model.n_components) to at most {m}"
+        )
     if n_clusters > n_samples:
         raise ValueError(f"n_clusters={n_clusters} is larger than n_samples={n_samples}")
     if n_test is not None and n_clusters > n_test:
-        raise ValueError(f"the test split has {n_test} samples, fewer than the {n_clusters} clusters k-means must "
-                         f"find on it: raise data.test_fraction or pass more samples")
+        raise ValueError(
+            f"the test split has {n_test} samples, fewer than the {n_clusters} clusters k-means must "
+            f"find on it: raise data.test_fraction or pass more samples"
+        )

@@ -79,8 +79,9 @@ def test_symmetric_nonnegative_zero_diagonal(points, how):
 def test_directed_graph_has_l_neighbours_per_row(points, include_self):
     n_neighbors = 7
     # A sigma far above every distance: no exp underflows, so non-zeros are exactly the kNN edges.
-    w = np.asarray(knn_gaussian_affinity(jnp.asarray(points), n_neighbors, 100.0, include_self=include_self,
-                                         symmetrize_how="none"))
+    w = np.asarray(
+        knn_gaussian_affinity(jnp.asarray(points), n_neighbors, 100.0, include_self=include_self, symmetrize_how="none")
+    )
     expected = n_neighbors - 1 if include_self else n_neighbors
     np.testing.assert_array_equal((w > 0).sum(axis=1), expected)
     np.testing.assert_array_equal(np.diag(w), 0.0)
@@ -155,8 +156,11 @@ jitted_affinity = jax.jit(knn_gaussian_affinity, static_argnums=(1,), static_arg
 @settings(max_examples=25, deadline=None)
 @given(
     # Few distinct shapes: each new one costs a compilation.
-    x=hnp.arrays(np.float32, st.tuples(st.sampled_from([4, 8]), st.sampled_from([1, 3])),
-                 elements=st.integers(-8, 8).map(lambda v: v / 4.0)),
+    x=hnp.arrays(
+        np.float32,
+        st.tuples(st.sampled_from([4, 8]), st.sampled_from([1, 3])),
+        elements=st.integers(-8, 8).map(lambda v: v / 4.0),
+    ),
     data=st.data(),
     how=st.sampled_from(["mean", "max"]),
 )

@@ -20,8 +20,9 @@ def blobs():
 
 @pytest.fixture(scope="module")
 def models(blobs):
-    return {lam: train_alignment(blobs.views, AlignmentConfig(alignment_weight=lam, **SMALL), seed=0)
-            for lam in (1.0, 0.0)}
+    return {
+        lam: train_alignment(blobs.views, AlignmentConfig(alignment_weight=lam, **SMALL), seed=0) for lam in (1.0, 0.0)
+    }
 
 
 def mean_sq_gap(model, views) -> float:

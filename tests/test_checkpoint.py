@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from specrage_jax.api.pipeline import load_pipeline, save_inference_model
-from specrage_jax.training.pretrained import PretrainedNets
 from specrage_jax.cli import main
 from specrage_jax.config import (
     AutoencoderConfig,
@@ -33,16 +32,15 @@ from specrage_jax.data import apply_view_scalers, fit_view_scalers, load_dataset
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import create_state
 from specrage_jax.training.autoencoder import train_autoencoder
-from specrage_jax.training.checkpoint import (
+from specrage_jax.training.checkpoint import TrainingCheckpointer, load_model, save_model
+from specrage_jax.training.checkpoint_files import (
     RECORD_ITEM,
     CheckpointError,
     CheckpointWarning,
-    TrainingCheckpointer,
-    load_model,
-    save_model,
     write_file_manifest,
 )
 from specrage_jax.training.loop import fit
+from specrage_jax.training.pretrained import PretrainedNets
 from specrage_jax.training.stages import encode_views
 
 MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
@@ -105,8 +103,10 @@ def edit_record(directory: Path, change) -> None:
 def test_save_load_embed_is_bitwise_identical(tmp_path, trained, monkeypatch):
     state, _ = trained
     assert not np.allclose(np.asarray(state.r_inv), np.eye(3))
-    extra = {"scaler": {"offset": np.linspace(0, 1, 5), "scale": np.arange(1, 6, dtype=np.float64)},
-             "centres": np.arange(6, dtype=np.float32).reshape(3, 2)}
+    extra = {
+        "scaler": {"offset": np.linspace(0, 1, 5), "scale": np.arange(1, 6, dtype=np.float64)},
+        "centres": np.arange(6, dtype=np.float32).reshape(3, 2),
+    }
     path = save_model(tmp_path / "m", state, metadata={"note": "x", "k": 3}, extra_trees=extra, model_config=MODEL)
     assert path == (tmp_path / "m").absolute() and not list(tmp_path.glob(".*"))  # no temporary left behind
     loaded = load_model(path)
@@ -194,8 +194,9 @@ def test_resumed_fit_equals_the_uninterrupted_run(tmp_path, trained):
         restored = ckpt.restore(2, small_state())
     assert restored.progress.epochs_done == 2 and restored.progress.seed == 0
     assert [r.epoch for r in restored.progress.history.epochs] == [0, 1]
-    state, history = fit(restored.state, clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=0,
-                         resume=restored.progress)
+    state, history = fit(
+        restored.state, clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=0, resume=restored.progress
+    )
     assert_trees_equal(state.params, state_full.params)
     assert_trees_equal(state.opt_state, state_full.opt_state)
     np.testing.assert_array_equal(np.asarray(state.r_inv), np.asarray(state_full.r_inv))
@@ -216,7 +217,9 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
     with pytest.raises(CheckpointError, match=r"epoch_4 is corrupted: file arrays/.* \(truncated\?\)"):
         ckpt.restore(4, small_state())
     ckpt.restore(3, small_state())  # the previous step still loads
-    with pytest.warns(CheckpointWarning, match=r"skipped damaged training checkpoints: .*epoch_4.*resuming from .*epoch_3"):
+    with pytest.warns(
+        CheckpointWarning, match=r"skipped damaged training checkpoints: .*epoch_4.*resuming from .*epoch_3"
+    ):
         restored = ckpt.restore_latest(small_state())
     assert restored.progress.epochs_done == 3 and ckpt.epochs() == [2, 3]
     assert list((tmp_path / "ck").glob("epoch_4.unreadable-*"))
@@ -260,13 +263,34 @@ def test_cli_embed_equals_in_process_embedding(tmp_path, capsys, trained, autoen
         scaled = apply_view_scalers(scalers, train_rows)
         aes = tuple(train_autoencoder(x, ae_config, seed=v) for v, x in enumerate(scaled))
     config = ExperimentConfig(model=MODEL, graph=GRAPH, autoencoder=ae_config)
-    save_inference_model(tmp_path / "run" / "model", state, config, scalers=scalers,
-                         nets=PretrainedNets(autoencoders=aes),
-                         input_dims=data.view_dims, view_names=data.view_names, dataset="blobs", seed=0)
+    save_inference_model(
+        tmp_path / "run" / "model",
+        state,
+        config,
+        scalers=scalers,
+        nets=PretrainedNets(autoencoders=aes),
+        input_dims=data.view_dims,
+        view_names=data.view_names,
+        dataset="blobs",
+        seed=0,
+    )
     rows = [v[400:700] for v in data.views]
     np.savez(tmp_path / "new.npz", view_0=rows[0], view_1=rows[1].T)  # a view stored features-first is fine
-    code = main(["embed", "--checkpoint", str(tmp_path / "run"), "--input", str(tmp_path / "new.npz"),
-                 "--output", str(tmp_path / "y.npy"), "--weights", str(tmp_path / "w.npy"), "--batch-size", "128"])
+    code = main(
+        [
+            "embed",
+            "--checkpoint",
+            str(tmp_path / "run"),
+            "--input",
+            str(tmp_path / "new.npz"),
+            "--output",
+            str(tmp_path / "y.npy"),
+            "--weights",
+            str(tmp_path / "w.npy"),
+            "--batch-size",
+            "128",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     inputs = apply_view_scalers(scalers, rows)
     if autoencoder:
@@ -286,9 +310,19 @@ def test_cli_embed_names_the_wrong_view(tmp_path, capsys, trained):
     save_model(tmp_path / "m", state, model_config=MODEL)
     np.savez(tmp_path / "three.npz", view_0=np.zeros((4, 2)), view_1=np.zeros((4, 2)), view_2=np.zeros((4, 2)))
     np.savez(tmp_path / "wide.npz", view_0=np.zeros((4, 2)), view_1=np.zeros((4, 5)))
+
     def embed_cli(model: str, data: str) -> int:
-        return main(["embed", "--checkpoint", str(tmp_path / model), "--input", str(tmp_path / data),
-                     "--output", str(tmp_path / "y.npy")])
+        return main(
+            [
+                "embed",
+                "--checkpoint",
+                str(tmp_path / model),
+                "--input",
+                str(tmp_path / data),
+                "--output",
+                str(tmp_path / "y.npy"),
+            ]
+        )
 
     assert embed_cli("m", "three.npz") == 2
     assert "3 views, the model was trained on 2" in capsys.readouterr().err
@@ -300,7 +334,7 @@ def test_cli_embed_names_the_wrong_view(tmp_path, capsys, trained):
 
 
 def test_cli_checkpoint_defaults():
-    from specrage_jax.cli import resolve_config
+    from specrage_jax.cli.train import resolve_config
 
     default = resolve_config("digits", None, [], True).checkpoint
     assert (default.every_epochs, default.min_seconds, default.keep) == (1, 60.0, 3)
@@ -315,8 +349,17 @@ def test_saved_pipeline_reapplies_row_normalization(tmp_path, trained):
     data = load_dataset("blobs", seed=0)
     scalers = fit_view_scalers([v[:400] for v in data.views], "standard_l2")
     config = ExperimentConfig(model=MODEL, graph=GRAPH, data=DataConfig(preprocess="standard_l2"))
-    save_inference_model(tmp_path / "run" / "model", state, config, scalers=scalers, nets=None,
-                         input_dims=data.view_dims, view_names=data.view_names, dataset="blobs", seed=0)
+    save_inference_model(
+        tmp_path / "run" / "model",
+        state,
+        config,
+        scalers=scalers,
+        nets=None,
+        input_dims=data.view_dims,
+        view_names=data.view_names,
+        dataset="blobs",
+        seed=0,
+    )
     rows = [v[400:500] for v in data.views]
     expected, _ = embed(state, apply_view_scalers(scalers, rows), batch_size=128)
     restored = load_pipeline(tmp_path / "run")

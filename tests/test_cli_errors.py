@@ -26,8 +26,9 @@ def _write_cases(folder: Path) -> dict[str, tuple[list[str], str]]:
     np.savez(good, view_0=rng.random((40, 3)), view_1=rng.random((40, 3)), labels=labels)
     np.savez(folder / "emptyview.npz", view_0=rng.random((40, 3)), view_1=np.zeros((40, 0)), labels=labels)
     np.savez(folder / "thirty.npz", view_0=rng.random((30, 3)), view_1=rng.random((30, 3)), labels=np.arange(30) % 2)
-    np.savez(folder / "manyclasses.npz", view_0=rng.random((40, 3)), view_1=rng.random((40, 3)),
-             labels=np.arange(40) % 12)
+    np.savez(
+        folder / "manyclasses.npz", view_0=rng.random((40, 3)), view_1=rng.random((40, 3)), labels=np.arange(40) % 12
+    )
     (folder / "notarun").mkdir(exist_ok=True)
     return {
         "missing file": ([f"file:{folder / 'absent.npz'}"], "no such file"),
@@ -36,13 +37,16 @@ def _write_cases(folder: Path) -> dict[str, tuple[list[str], str]]:
         "one sample": ([f"file:{folder / 'one.npz'}"], "1 samples"),
         ".mat without views": ([f"file:{folder / 'noviews.mat'}"], "no views"),
         "unknown --set field": ([f"file:{good}", "--set", "model.no_such_field=1"], "no_such_field"),
-        "n_components above the batch": ([f"file:{good}", "--set", "model.n_components=500"],
-                                         "n_components=500 is larger than the batch"),
+        "n_components above the batch": (
+            [f"file:{good}", "--set", "model.n_components=500"],
+            "n_components=500 is larger than the batch",
+        ),
         "empty view": ([f"file:{folder / 'emptyview.npz'}"], "view 1"),
-        "n_neighbors above the batch": ([f"file:{folder / 'thirty.npz'}", "--set", "graph.n_neighbors=30"],
-                                        "lower n_neighbors (graph.n_neighbors)"),
-        "more clusters than test samples": ([f"file:{folder / 'manyclasses.npz'}"],
-                                            "fewer than the 12 clusters"),
+        "n_neighbors above the batch": (
+            [f"file:{folder / 'thirty.npz'}", "--set", "graph.n_neighbors=30"],
+            "lower n_neighbors (graph.n_neighbors)",
+        ),
+        "more clusters than test samples": ([f"file:{folder / 'manyclasses.npz'}"], "fewer than the 12 clusters"),
         "unknown dataset": (["nosuchdata"], "unknown dataset"),
         "resume without a run": (["--resume", str(folder / "notarun")], "notarun"),
     }
@@ -55,13 +59,17 @@ def _specrage(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specrage_jax.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "specrage_jax.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 def assert_one_line(done: subprocess.CompletedProcess, fragment: str) -> None:
-    lines = [line for line in done.stderr.splitlines()
-             if line.strip() and not line.startswith("specrage: warning: ") and "Warning" not in line]
+    lines = [
+        line
+        for line in done.stderr.splitlines()
+        if line.strip() and not line.startswith("specrage: warning: ") and "Warning" not in line
+    ]
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert len(lines) == 1 and lines[0].startswith("specrage: ") and fragment in lines[0], done.stderr
@@ -73,9 +81,20 @@ def cases(tmp_path_factory):
     return folder, _write_cases(folder)
 
 
-TRAIN_CASES = ["missing file", "different sample counts", "NaN features", "one sample", ".mat without views",
-               "unknown --set field", "n_components above the batch", "empty view", "n_neighbors above the batch",
-               "more clusters than test samples", "unknown dataset", "resume without a run"]
+TRAIN_CASES = [
+    "missing file",
+    "different sample counts",
+    "NaN features",
+    "one sample",
+    ".mat without views",
+    "unknown --set field",
+    "n_components above the batch",
+    "empty view",
+    "n_neighbors above the batch",
+    "more clusters than test samples",
+    "unknown dataset",
+    "resume without a run",
+]
 
 
 @pytest.mark.parametrize("name", TRAIN_CASES)
@@ -95,7 +114,8 @@ def model_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("embed")
     rng = np.random.default_rng(1)
     SpecRaGE(n_clusters=2, random_state=0, max_epochs=1).fit([rng.random((60, 3)), rng.random((60, 3))]).save(
-        folder / "model")
+        folder / "model"
+    )
     partial = rng.random((10, 3))
     partial[2, 0] = np.nan
     np.savez(folder / "partial.npz", view_0=partial, view_1=rng.random((10, 3)))

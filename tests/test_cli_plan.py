@@ -27,13 +27,32 @@ def test_stage_bounds_from_the_command_line_reach_their_stage(tmp_path, capsys):
     labels = np.arange(90) % 3
     path = tmp_path / "mine.npz"
     np.savez(path, view_0=rng.random((90, 4)) + labels[:, None], view_1=rng.random((90, 3)), labels=labels)
-    code = main(["train", "--dataset", f"file:{path}", "--out", str(tmp_path / "run"), "--quiet", "--no-figure",
-                 "--epochs", "2", "--autoencoder-epochs", "1", "--siamese-epochs", "1",
-                 "--set", "autoencoder.enabled=true", "--set", "siamese.enabled=true",
-                 "--set", "data.val_fraction=0"])
+    code = main(
+        [
+            "train",
+            "--dataset",
+            f"file:{path}",
+            "--out",
+            str(tmp_path / "run"),
+            "--quiet",
+            "--no-figure",
+            "--epochs",
+            "2",
+            "--autoencoder-epochs",
+            "1",
+            "--siamese-epochs",
+            "1",
+            "--set",
+            "autoencoder.enabled=true",
+            "--set",
+            "siamese.enabled=true",
+            "--set",
+            "data.val_fraction=0",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
-    plan = out[out.index("stages to train:"):out.index("file:")]
+    plan = out[out.index("stages to train:") : out.index("file:")]
     assert "1. autoencoders: 2 nets x 1 epochs" in plan and "2. Siamese nets: 2 nets x 1 epochs" in plan
     assert "3. SpecRaGE: 2 epochs" in plan
     # the default checkpointing (after an epoch once a minute has passed) still saves the first epoch

@@ -154,8 +154,14 @@ def test_resolution_records_every_choice_and_its_reason():
     x, _ = clustered(200, 4, 6, seed=4)
     config, chosen = resolve_defaults(dataclasses.replace(ExperimentConfig.auto()), _shape([x, x[:, ::-1]], 4))
     assert config.unresolved_fields() == []
-    assert set(chosen) == {"train.batch_size", "data.graph_inputs", "graph.n_neighbors", "train.epochs",
-                           "train.steps_per_epoch", "model.view_hidden"}
+    assert set(chosen) == {
+        "train.batch_size",
+        "data.graph_inputs",
+        "graph.n_neighbors",
+        "train.epochs",
+        "train.steps_per_epoch",
+        "model.view_hidden",
+    }
     assert config.train.batch_size == 200 and config.train.epochs * config.train.steps_per_epoch >= 400
     assert config.graph.n_neighbors == chosen["graph.n_neighbors"]["value"]
     assert all(entry["why"] for entry in chosen.values())
@@ -164,8 +170,9 @@ def test_resolution_records_every_choice_and_its_reason():
 
 def test_explicit_values_win_and_presets_are_untouched():
     x, _ = clustered(200, 4, 6, seed=4)
-    explicit = apply_overrides(ExperimentConfig.auto(), ["graph.n_neighbors=7", "train.batch_size=64",
-                                                         "model.view_hidden=(32,)"])
+    explicit = apply_overrides(
+        ExperimentConfig.auto(), ["graph.n_neighbors=7", "train.batch_size=64", "model.view_hidden=(32,)"]
+    )
     config, chosen = resolve_defaults(explicit, _shape([x], 4))
     assert (config.graph.n_neighbors, config.train.batch_size, config.model.view_hidden) == (7, 64, (32,))
     assert "graph.n_neighbors" not in chosen and "model.view_hidden" not in chosen
@@ -209,14 +216,24 @@ def test_full_batch_step_equals_train_step_on_the_same_batch(through):
     rng = np.random.default_rng(8)
     views = tuple(jnp.asarray(rng.standard_normal((48, 5)), jnp.float32) for _ in range(2))
     graph = GraphConfig(n_neighbors=5)
-    make = lambda: create_state([5, 5], ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,)), graph,
-                                OrthoConfig(grad_through_r_inv=through), learning_rate=1e-3, seed=0,
-                                view_scales=[1.0, 1.0])
+
+    def make():
+        return create_state(
+            [5, 5],
+            ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,)),
+            graph,
+            OrthoConfig(grad_through_r_inv=through),
+            learning_rate=1e-3,
+            seed=0,
+            view_scales=[1.0, 1.0],
+        )
+
     reference, _ = train_step(make(), Batch(views=views), Batch(views=views, ortho_views=views if through else None))
     batch = Batch(views=views, affinities=edge_graph(batch_affinities(views, jnp.ones(2), graph)))
     fused, metrics = full_batch_step(make(), batch)
-    _, reference_metrics = train_step(make(), Batch(views=views),
-                                      Batch(views=views, ortho_views=views if through else None))
+    _, reference_metrics = train_step(
+        make(), Batch(views=views), Batch(views=views, ortho_views=views if through else None)
+    )
     np.testing.assert_allclose(metrics["loss"], reference_metrics["loss"], rtol=1e-5)
     np.testing.assert_allclose(metrics["grad_norm"], reference_metrics["grad_norm"], rtol=1e-4)
     np.testing.assert_allclose(fused.r_inv, reference.r_inv, rtol=1e-4, atol=1e-5)
@@ -271,8 +288,24 @@ def test_cli_resolves_prints_and_records_the_defaults_of_a_file_dataset(tmp_path
     path = tmp_path / "mine.npz"
     np.savez(path, view_0=x, view_1=sparse_counts(180, 120, seed=11), labels=labels)
     out = tmp_path / "run"
-    assert main(["train", "--dataset", f"file:{path}", "--out", str(out), "--quiet", "--no-figure",
-                 "--set", "train.epochs=2", "--set", "checkpoint.every_epochs=0"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                f"file:{path}",
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-figure",
+                "--set",
+                "train.epochs=2",
+                "--set",
+                "checkpoint.every_epochs=0",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "settings chosen from the data" in printed and "graph.n_neighbors = " in printed
     metrics = json.loads((out / "metrics.json").read_text())

@@ -32,8 +32,18 @@ def test_same_seed_gives_identical_embeddings_in_two_processes(tmp_path):
     for name, hash_seed in (("a", "1"), ("b", "2")):  # a different hash seed: no set/dict-order dependence
         env = {**os.environ, "PYTHONHASHSEED": hash_seed, "OPENBLAS_NUM_THREADS": "1"}
         outputs = (tmp_path / f"{name}_embedding.npy", tmp_path / f"{name}_labels.npy")
-        runs.append((subprocess.Popen([sys.executable, str(script), *map(str, outputs)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), outputs))
+        runs.append(
+            (
+                subprocess.Popen(
+                    [sys.executable, str(script), *map(str, outputs)],
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                ),
+                outputs,
+            )
+        )
     for process, _ in runs:
         log, _ = process.communicate(timeout=600)
         assert process.returncode == 0, log[-3000:]

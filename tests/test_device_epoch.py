@@ -17,12 +17,21 @@ MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
 
 
 def state(through: bool = True):
-    return create_state([2, 2], MODEL, GraphConfig(n_neighbors=5), OrthoConfig(grad_through_r_inv=through),
-                        learning_rate=1e-3, seed=0, view_scales=[1.0, 1.0])
+    return create_state(
+        [2, 2],
+        MODEL,
+        GraphConfig(n_neighbors=5),
+        OrthoConfig(grad_through_r_inv=through),
+        learning_rate=1e-3,
+        seed=0,
+        view_scales=[1.0, 1.0],
+    )
 
 
 def max_abs_diff(a, b) -> float:
-    return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+    return max(
+        float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))
+    )
 
 
 @pytest.mark.parametrize("through", [True, False])
@@ -30,13 +39,15 @@ def test_fit_on_device_follows_the_host_loop(through: bool) -> None:
     train, val = clustered_views(300, 0), clustered_views(60, 1)
     config = TrainConfig(epochs=3, batch_size=64, progress=False)
     host, h_host = fit(state(through), train, val, config, seed=5)
-    dev, h_dev = fit(state(through), train, val, TrainConfig(epochs=3, batch_size=64, progress=False,
-                                                             data_on_device=True), seed=5)
+    dev, h_dev = fit(
+        state(through), train, val, TrainConfig(epochs=3, batch_size=64, progress=False, data_on_device=True), seed=5
+    )
     assert max_abs_diff(host.params, dev.params) < 1e-5
     assert max_abs_diff(host.r_inv, dev.r_inv) < 1e-5
     np.testing.assert_allclose([r.train_loss for r in h_host.epochs], [r.train_loss for r in h_dev.epochs], rtol=1e-5)
-    np.testing.assert_allclose([r.view_weights for r in h_host.epochs], [r.view_weights for r in h_dev.epochs],
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        [r.view_weights for r in h_host.epochs], [r.view_weights for r in h_dev.epochs], rtol=1e-5
+    )
     assert h_dev.steps == h_host.steps == 3 * 5
 
 
@@ -69,5 +80,10 @@ def test_streamed_views_are_refused(tmp_path) -> None:
     source = open_views_memmap(tmp_path / "c")
     streamed = [MemmapRows.all_rows(source, v) for v in range(2)]
     with pytest.raises(ValueError, match="data_on_device needs the training views in memory"):
-        fit(state(), streamed, clustered_views(40, 1), TrainConfig(epochs=1, batch_size=64, progress=False,
-                                                                    data_on_device=True), seed=0)
+        fit(
+            state(),
+            streamed,
+            clustered_views(40, 1),
+            TrainConfig(epochs=1, batch_size=64, progress=False, data_on_device=True),
+            seed=0,
+        )

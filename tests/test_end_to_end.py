@@ -15,11 +15,8 @@ from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.embed import embed
 from specrage_jax.ops.diagnostics import grassmann_distance_sq
 from specrage_jax.ops.spectral import mean_laplacian_eigenvectors
-from specrage_jax.runs.experiment import (
-    prepare_splits,
-    train_on_splits,
-    with_n_components,
-)
+from specrage_jax.runs.experiment import train_on_splits
+from specrage_jax.runs.prepare import prepare_splits, with_n_components
 
 
 def _train(dataset: str, **train_changes):
@@ -54,8 +51,24 @@ def test_digits_matches_the_exact_spectral_embedding():
 
 def test_cli_train_writes_metrics_and_figure(tmp_path, capsys):
     out = tmp_path / "run"
-    code = main(["train", "--dataset", "blobs", "--seed", "3", "--epochs", "4", "--out", str(out), "--quiet",
-                 "--set", "model.view_hidden=128,128", "--set", "graph.n_neighbors=20"])
+    code = main(
+        [
+            "train",
+            "--dataset",
+            "blobs",
+            "--seed",
+            "3",
+            "--epochs",
+            "4",
+            "--out",
+            str(out),
+            "--quiet",
+            "--set",
+            "model.view_hidden=128,128",
+            "--set",
+            "graph.n_neighbors=20",
+        ]
+    )
     assert code == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["dataset"] == "blobs" and metrics["seed"] == 3
@@ -84,8 +97,10 @@ def test_dataset_smaller_than_batch_trains():
     data = load_dataset("blobs", seed=0).subset(np.arange(300))
     config = with_n_components(preset("blobs"), data.n_classes)
     config = dataclasses.replace(
-        config, model=dataclasses.replace(config.model, view_hidden=(64, 64)),
-        train=dataclasses.replace(config.train, epochs=5, batch_size=1024, progress=False))
+        config,
+        model=dataclasses.replace(config.model, view_hidden=(64, 64)),
+        train=dataclasses.replace(config.train, epochs=5, batch_size=1024, progress=False),
+    )
     splits = prepare_splits(data, config, seed=0)
     state, history = train_on_splits(splits, config, seed=0)
     assert history.batch_size == len(splits.train_labels) < 1024

@@ -22,8 +22,9 @@ from specrage_jax import SpecRaGE, ViewSplitter
 from specrage_jax.data import load_dataset, make_blobs_views
 from specrage_jax.evaluation.metrics import clustering_accuracy
 
-SMALL = dict(n_clusters=5, n_neighbors=5, batch_size=64, max_epochs=2, view_hidden=(32,), weighting_hidden=(8,),
-             random_state=0)
+SMALL = dict(
+    n_clusters=5, n_neighbors=5, batch_size=64, max_epochs=2, view_hidden=(32,), weighting_hidden=(8,), random_state=0
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def test_transform_row_alone_equals_row_in_batch(fitted, blobs):
     full = fitted.transform(views)
     assert full.shape == (views[0].shape[0], 5) and full.dtype == np.float32
     for i in (0, 7, 299):
-        alone = fitted.transform([v[i:i + 1] for v in views])
+        alone = fitted.transform([v[i : i + 1] for v in views])
         np.testing.assert_array_equal(alone[0], full[i])
     order = np.random.default_rng(1).permutation(views[0].shape[0])
     np.testing.assert_array_equal(fitted.transform([v[order] for v in views]), full[order])
@@ -104,8 +105,9 @@ def test_stacked_input_with_view_dims_equals_the_list(fitted, blobs):
 
 
 def test_config_overrides_reach_every_config_field(blobs):
-    est = SpecRaGE(**SMALL, config_overrides=["ortho.grad_through_r_inv=false", "graph.symmetrize=max",
-                                              "eval.kmeans_n_init=3"])
+    est = SpecRaGE(
+        **SMALL, config_overrides=["ortho.grad_through_r_inv=false", "graph.symmetrize=max", "eval.kmeans_n_init=3"]
+    )
     config = est.experiment_config()
     assert config.ortho.grad_through_r_inv is False and config.graph.symmetrize == "max"
     assert config.eval.kmeans_n_init == 3 and config.model.n_components == 5
@@ -141,9 +143,18 @@ def test_save_load_gives_identical_output(fitted, blobs, tmp_path):
 
 def test_save_load_and_pickle_keep_the_pretraining_stages(blobs, tmp_path):
     views, _ = blobs
-    est = SpecRaGE(**SMALL, autoencoder=True, siamese=True, config_overrides=[
-        "autoencoder.epochs=1", "autoencoder.hidden=16", "autoencoder.embedding_dim=4",
-        "siamese.epochs=1", "siamese.hidden=16"]).fit(views)
+    est = SpecRaGE(
+        **SMALL,
+        autoencoder=True,
+        siamese=True,
+        config_overrides=[
+            "autoencoder.epochs=1",
+            "autoencoder.hidden=16",
+            "autoencoder.embedding_dim=4",
+            "siamese.epochs=1",
+            "siamese.hidden=16",
+        ],
+    ).fit(views)
     expected = est.transform(views)
     est.save(tmp_path / "model")
     loaded = SpecRaGE.load(tmp_path / "model")
@@ -175,12 +186,24 @@ def test_grid_search_selects_parameters_on_digits():
     data = load_dataset("digits", seed=0)
     x, y = np.hstack(data.views), data.labels
     x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.25, stratify=y, random_state=0)
-    pipe = Pipeline([
-        ("views", ViewSplitter(data.view_dims)),
-        ("specrage", SpecRaGE(n_clusters=10, batch_size=256, max_epochs=5, temperature=250000.0,
-                              view_hidden=(128, 128), preprocess="minmax", random_state=0)),
-        ("svc", SVC()),
-    ])
+    pipe = Pipeline(
+        [
+            ("views", ViewSplitter(data.view_dims)),
+            (
+                "specrage",
+                SpecRaGE(
+                    n_clusters=10,
+                    batch_size=256,
+                    max_epochs=5,
+                    temperature=250000.0,
+                    view_hidden=(128, 128),
+                    preprocess="minmax",
+                    random_state=0,
+                ),
+            ),
+            ("svc", SVC()),
+        ]
+    )
     search = GridSearchCV(pipe, {"specrage__n_neighbors": [10, 20]}, cv=2).fit(x_train, y_train)
     assert search.best_params_["specrage__n_neighbors"] in (10, 20)
     assert search.score(x_test, y_test) >= 0.8

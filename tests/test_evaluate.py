@@ -48,7 +48,9 @@ def test_clustering_accuracy_is_one_for_a_relabelling():
 def test_clustering_accuracy_matches_brute_force(k_true, k_pred, n, seed):
     rng = np.random.default_rng(seed)
     labels_true, labels_pred = rng.integers(0, k_true, size=n), rng.integers(0, k_pred, size=n)
-    assert clustering_accuracy(labels_true, labels_pred) == pytest.approx(brute_force_accuracy(labels_true, labels_pred))
+    assert clustering_accuracy(labels_true, labels_pred) == pytest.approx(
+        brute_force_accuracy(labels_true, labels_pred)
+    )
 
 
 def test_clustering_accuracy_with_more_or_fewer_clusters_than_classes():

@@ -26,8 +26,9 @@ def load_script(name: str):
 def test_weight_histogram_writes_per_view_clean_and_contaminated_weights(tmp_path):
     module = load_script("weight_histogram")
     out = tmp_path / "w.json"
-    module.main(["--n-samples", "400", "--set", "train.epochs=2", "--set", "train.steps_per_epoch=5", *TINY,
-                 "--out", str(out)])
+    module.main(
+        ["--n-samples", "400", "--set", "train.epochs=2", "--set", "train.steps_per_epoch=5", *TINY, "--out", str(out)]
+    )
     result = json.loads(out.read_text())
     assert result["n_samples"] == 400 and result["fraction"] == 0.2 and result["epochs"] == 2
     assert result["weights_in_affinity"] is False and result["weight_entropy"] > 0  # FIGURE_OVERRIDES
@@ -66,9 +67,11 @@ def test_inside_clean_data_tells_outliers_in_the_support_from_those_off_it():
     clean = np.r_[np.ones(200, bool), False, False]
     inside = module.inside_clean_data(x, clean, np.array([0, 200, 201]))
     assert inside.tolist() == [True, True, False]  # a clean row, an outlier in the blob, one far off
-    views = module.weight_summary(np.array([[0.5, 0.5], [0.4, 0.6], [0.05, 0.95]]),
-                                  np.array([[False, False], [True, False], [True, False]]),
-                                  np.array([[False, False], [True, False], [False, False]]))
+    views = module.weight_summary(
+        np.array([[0.5, 0.5], [0.4, 0.6], [0.05, 0.95]]),
+        np.array([[False, False], [True, False], [True, False]]),
+        np.array([[False, False], [True, False], [False, False]]),
+    )
     assert views[0]["only_this_view_off_data"]["n"] == 1
     assert views[0]["only_this_view_off_data"]["mean"] == pytest.approx(0.05)
 

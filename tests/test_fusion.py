@@ -80,10 +80,21 @@ def test_only_the_learnable_fusions_have_fusion_parameters() -> None:
 def test_learnable_fusions_train_to_a_finite_orthogonal_embedding(fusion: str) -> None:
     data = make_blobs_views(n_samples=600, seed=0)
     model = dataclasses.replace(SMALL, n_components=data.n_classes, view_hidden=(32, 32), fusion=fusion)
-    state = create_state(data.view_dims, model, GraphConfig(n_neighbors=10, scale_mode="batch"), OrthoConfig(),
-                         learning_rate=1e-3, seed=0)
-    state, history = fit(state, [v[:500] for v in data.views], [v[500:] for v in data.views],
-                         TrainConfig(epochs=3, batch_size=250, progress=False), seed=0)
+    state = create_state(
+        data.view_dims,
+        model,
+        GraphConfig(n_neighbors=10, scale_mode="batch"),
+        OrthoConfig(),
+        learning_rate=1e-3,
+        seed=0,
+    )
+    state, history = fit(
+        state,
+        [v[:500] for v in data.views],
+        [v[500:] for v in data.views],
+        TrainConfig(epochs=3, batch_size=250, progress=False),
+        seed=0,
+    )
     losses = [r.train_loss for r in history.epochs]
     assert all(np.isfinite(losses))
     assert losses[-1] < losses[0]

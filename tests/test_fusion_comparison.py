@@ -8,8 +8,18 @@ import math
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "experiments"
-TINY = ["--max-samples", "300", "--fractions", "0.4", "--set", "train.epochs=2",
-        "--set", "model.view_hidden=32,32", "--set", "model.weighting_hidden=16"]
+TINY = [
+    "--max-samples",
+    "300",
+    "--fractions",
+    "0.4",
+    "--set",
+    "train.epochs=2",
+    "--set",
+    "model.view_hidden=32,32",
+    "--set",
+    "model.weighting_hidden=16",
+]
 
 
 def load(name: str):
@@ -21,8 +31,9 @@ def load(name: str):
 
 def test_fusion_script_writes_a_curve_per_fusion_and_its_runs_are_reusable(tmp_path):
     out = tmp_path / "fusion.json"
-    load("fusion_comparison").main(["--dataset", "blobs", "--fusions", "weighting-eq4", "average", "concat",
-                                    "--out", str(out), *TINY])
+    load("fusion_comparison").main(
+        ["--dataset", "blobs", "--fusions", "weighting-eq4", "average", "concat", "--out", str(out), *TINY]
+    )
     result = json.loads(out.read_text())
     assert result["complete"] and result["dataset"] == "blobs" and result["fractions"] == [0.4]
     assert set(result["methods"]) == {"weighting-eq4", "average", "concat"}
@@ -36,16 +47,26 @@ def test_fusion_script_writes_a_curve_per_fusion_and_its_runs_are_reusable(tmp_p
     assert len(result["runs"]) == 3 * 3  # (clean, outliers 40 %, noise 40 %) x 3 fusions
     assert (tmp_path / "fusion.png").stat().st_size > 1000
     # the weighting fusion under Eq. 4 is robustness_curves' "specrage": its runs are taken over, not rerun
-    curves = load("robustness_curves").main(["--datasets", "blobs", "--methods", "specrage", "--out-dir",
-                                             str(tmp_path), "--reuse", str(out), *TINY])["blobs"]
+    curves = load("robustness_curves").main(
+        ["--datasets", "blobs", "--methods", "specrage", "--out-dir", str(tmp_path), "--reuse", str(out), *TINY]
+    )["blobs"]
     weighting = sorted((r["kind"], r["acc"], r["seconds"]) for r in result["runs"] if r["method"] == "weighting-eq4")
     assert sorted((r["kind"], r["acc"], r["seconds"]) for r in curves["runs"]) == weighting
 
 
 def test_fusion_methods_differ_only_in_the_fusion_or_the_loss():
-    methods = {m.name: m.overrides for m in load("fusion_comparison").fusion_methods(
-        "bdgp", ["weighting", "average", "weighting-eq4"])}
-    assert methods["weighting"] == ("model.temperature=250", "graph.weights_in_affinity=false", "model.fusion=weighting")
+    methods = {
+        m.name: m.overrides
+        for m in load("fusion_comparison").fusion_methods("bdgp", ["weighting", "average", "weighting-eq4"])
+    }
+    assert methods["weighting"] == (
+        "model.temperature=250",
+        "graph.weights_in_affinity=false",
+        "model.fusion=weighting",
+    )
     assert methods["average"][:2] == methods["weighting"][:2] and methods["average"][2] == "model.fusion=average"
-    assert methods["weighting-eq4"] == ("model.temperature=250", "graph.weights_in_affinity=true",
-                                        "model.fusion=weighting")
+    assert methods["weighting-eq4"] == (
+        "model.temperature=250",
+        "graph.weights_in_affinity=true",
+        "model.fusion=weighting",
+    )

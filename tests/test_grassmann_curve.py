@@ -18,8 +18,20 @@ def test_grassmann_curve_script_writes_a_falling_curve(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = tmp_path / "g.json"
-    module.main(["--dataset", "blobs", "--set", "train.epochs=4", "--set", "model.view_hidden=64,64",
-                 "--max-reference", "200", "--out", str(out)])
+    module.main(
+        [
+            "--dataset",
+            "blobs",
+            "--set",
+            "train.epochs=4",
+            "--set",
+            "model.view_hidden=64,64",
+            "--max-reference",
+            "200",
+            "--out",
+            str(out),
+        ]
+    )
     result = json.loads(out.read_text())
     k = result["k"]
     assert result["epochs"] == [0, 1, 2, 3] and result["reference_rows"] == 200

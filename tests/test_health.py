@@ -22,8 +22,15 @@ from specrage_jax.evaluation.health import (
 DEVSUITE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "devsuite"
 # The fixed settings the estimator had before its defaults followed the data: on WebKB they put
 # 200 of 203 rows into one of 4 clusters.
-FIXED_SETTINGS = ["data.preprocess=standard", "graph.n_neighbors=30", "train.batch_size=1024", "train.epochs=100",
-                  "model.view_hidden=1024,1024,512", "model.temperature=90", "model.output_rows=raw"]
+FIXED_SETTINGS = [
+    "data.preprocess=standard",
+    "graph.n_neighbors=30",
+    "train.batch_size=1024",
+    "train.epochs=100",
+    "model.view_hidden=1024,1024,512",
+    "model.temperature=90",
+    "model.output_rows=raw",
+]
 
 
 def orthonormal_rows(n: int, k: int, seed: int) -> np.ndarray:
@@ -52,7 +59,8 @@ def test_a_non_orthogonal_embedding_is_named_with_the_fix():
 
 def test_identical_rows_are_a_collapse():
     y = np.tile(np.float32([[0.3, -0.2, 0.9]]), (100, 1)) + np.float32(1e-5) * np.random.default_rng(0).normal(
-        size=(100, 3)).astype(np.float32)
+        size=(100, 3)
+    ).astype(np.float32)
     assert relative_spread(y) < 1e-6
     problems = embedding_problems(y, balanced_labels(100, 3), 3, convention="identity").problems
     assert any("nearly identical" in p for p in problems)
@@ -93,9 +101,25 @@ def test_the_cli_warns_of_a_non_orthogonal_embedding_and_writes_it_to_metrics(tm
     labels = np.arange(120) % 2
     path = tmp_path / "lowrank.npz"
     np.savez(path, view_0=rng.random((120, 2)) + labels[:, None], view_1=rng.random((120, 2)), labels=labels)
-    done = subprocess.run([sys.executable, "-m", "specrage_jax.cli", "train", "--dataset", f"file:{path}", "--quiet",
-                           "--no-figure", "--out", str(tmp_path / "run"), "--set", "model.n_components=20"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specrage_jax.cli",
+            "train",
+            "--dataset",
+            f"file:{path}",
+            "--quiet",
+            "--no-figure",
+            "--out",
+            str(tmp_path / "run"),
+            "--set",
+            "model.n_components=20",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     health = json.loads((tmp_path / "run" / "metrics.json").read_text())["test"]["health"]
     assert health["orthogonality_error"] > 1.0 and len(health["problems"]) == 1

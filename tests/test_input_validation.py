@@ -13,8 +13,9 @@ from sklearn.exceptions import NotFittedError
 
 from specrage_jax import SpecRaGE
 
-TINY = dict(n_clusters=3, n_neighbors=5, batch_size=32, max_epochs=1, view_hidden=(16,), weighting_hidden=(8,),
-            random_state=0)
+TINY = dict(
+    n_clusters=3, n_neighbors=5, batch_size=32, max_epochs=1, view_hidden=(16,), weighting_hidden=(8,), random_state=0
+)
 
 
 def two_views(n: int = 40, seed: int = 0) -> list[np.ndarray]:
@@ -32,10 +33,26 @@ GOOD = two_views()
 
 FIT_CASES = {
     "no views": ([], {}, "holds no views"),
-    "different sample counts": ([GOOD[0], GOOD[1][:39]], {}, r"views disagree on the number of samples \(view 0: 40, view 1: 39\)"),
-    "NaN in training": (with_value(GOOD, 1, 7, np.nan), {}, r"X: view 1 holds 1 NaN or infinite values \(first bad rows: \[7\]\)"),
-    "Inf in training": (with_value(GOOD, 0, 2, np.inf), {}, r"X: view 0 holds 1 NaN or infinite values \(first bad rows: \[2\]\)"),
-    "all-NaN training row": ([GOOD[0], np.where(np.arange(40)[:, None] == 3, np.nan, GOOD[1])], {}, "X: view 1 holds 2 NaN"),
+    "different sample counts": (
+        [GOOD[0], GOOD[1][:39]],
+        {},
+        r"views disagree on the number of samples \(view 0: 40, view 1: 39\)",
+    ),
+    "NaN in training": (
+        with_value(GOOD, 1, 7, np.nan),
+        {},
+        r"X: view 1 holds 1 NaN or infinite values \(first bad rows: \[7\]\)",
+    ),
+    "Inf in training": (
+        with_value(GOOD, 0, 2, np.inf),
+        {},
+        r"X: view 0 holds 1 NaN or infinite values \(first bad rows: \[2\]\)",
+    ),
+    "all-NaN training row": (
+        [GOOD[0], np.where(np.arange(40)[:, None] == 3, np.nan, GOOD[1])],
+        {},
+        "X: view 1 holds 2 NaN",
+    ),
     "strings": ([GOOD[0], GOOD[1].astype(str)], {}, "X: view 1 is not numeric"),
     "objects": ([np.array([[{"a": 1}, 2.0]] * 40, dtype=object), GOOD[1]], {}, "X: view 0: .*must be .*number"),
     "ragged view": ([GOOD[0], [[1.0, 2.0], [3.0]] * 20], {}, "X: view 1 is ragged"),
@@ -47,14 +64,46 @@ FIT_CASES = {
     "complex view": ([GOOD[0] + 1j, GOOD[1]], {}, "X: view 0: Complex data not supported"),
     "no features": ([GOOD[0], np.zeros((40, 0))], {}, r"X: view 1: Found array with 0 feature\(s\)"),
     "no samples": ([np.zeros((0, 3)), np.zeros((0, 2))], {}, r"X: view 0: Found array with 0 sample\(s\)"),
-    "view_dims do not add up": (np.hstack(GOOD), {"view_dims": (2, 2)}, r"X has 5 features, but view_dims=\[2, 2\] add up to 4"),
-    "view_dims contradict the list": (GOOD, {"view_dims": (2, 3)}, r"views have widths \[3, 2\], view_dims says \[2, 3\]"),
-    "bad view_dims": (np.hstack(GOOD), {"view_dims": (5, 0)}, "view_dims must be a non-empty sequence of positive integers"),
-    "n_neighbors >= batch size": (GOOD, {"n_neighbors": 10, "batch_size": 8}, r"n_neighbors=10 needs batches of more than 10 samples.*batch_size=8"),
-    "n_neighbors >= training rows": ([v[:12] for v in GOOD], {"n_neighbors": 11}, r"n_neighbors=11 .*training rows=11\) = 11 \(X has n_samples=12"),
-    "n_components > batch": (GOOD, {"n_components": 20, "batch_size": 16}, "n_components=20 is larger than the batch of m=16 samples"),
-    "n_clusters > samples": ([v[:20] for v in GOOD], {"n_clusters": 30, "n_components": 2}, "n_clusters=30 is larger than n_samples=20"),
-    "every view constant": ([np.ones((40, 3)), np.zeros((40, 2))], {}, "X: every view is constant on the training rows"),
+    "view_dims do not add up": (
+        np.hstack(GOOD),
+        {"view_dims": (2, 2)},
+        r"X has 5 features, but view_dims=\[2, 2\] add up to 4",
+    ),
+    "view_dims contradict the list": (
+        GOOD,
+        {"view_dims": (2, 3)},
+        r"views have widths \[3, 2\], view_dims says \[2, 3\]",
+    ),
+    "bad view_dims": (
+        np.hstack(GOOD),
+        {"view_dims": (5, 0)},
+        "view_dims must be a non-empty sequence of positive integers",
+    ),
+    "n_neighbors >= batch size": (
+        GOOD,
+        {"n_neighbors": 10, "batch_size": 8},
+        r"n_neighbors=10 needs batches of more than 10 samples.*batch_size=8",
+    ),
+    "n_neighbors >= training rows": (
+        [v[:12] for v in GOOD],
+        {"n_neighbors": 11},
+        r"n_neighbors=11 .*training rows=11\) = 11 \(X has n_samples=12",
+    ),
+    "n_components > batch": (
+        GOOD,
+        {"n_components": 20, "batch_size": 16},
+        "n_components=20 is larger than the batch of m=16 samples",
+    ),
+    "n_clusters > samples": (
+        [v[:20] for v in GOOD],
+        {"n_clusters": 30, "n_components": 2},
+        "n_clusters=30 is larger than n_samples=20",
+    ),
+    "every view constant": (
+        [np.ones((40, 3)), np.zeros((40, 2))],
+        {},
+        "X: every view is constant on the training rows",
+    ),
     "bad validation_fraction": (GOOD, {"validation_fraction": 1.5}, r"validation_fraction must be in \[0, 1\)"),
     "bad n_clusters": (GOOD, {"n_clusters": 0}, "n_clusters must be an integer >= 1"),
     "bad preprocess": (GOOD, {"preprocess": "zscore"}, "data.preprocess must be one of auto, standard, minmax, none"),
@@ -89,9 +138,15 @@ def all_nan_row(views: list[np.ndarray], row: int) -> list[np.ndarray]:
 TRANSFORM_CASES = {
     "more views": (GOOD + [GOOD[1]], "X has 3 views, but SpecRaGE was fitted on 2 views"),
     "fewer views": (GOOD[:1], "X has 1 views, but SpecRaGE was fitted on 2 views"),
-    "other view width": ([GOOD[0], np.zeros((40, 4))], "X: view 1 has 4 features, but SpecRaGE is expecting 2 features as input for view 1"),
+    "other view width": (
+        [GOOD[0], np.zeros((40, 4))],
+        "X: view 1 has 4 features, but SpecRaGE is expecting 2 features as input for view 1",
+    ),
     "other stacked width": (np.zeros((40, 6)), "X has 6 features, but SpecRaGE is expecting 5 features as input"),
-    "partial NaN row": (with_value(GOOD, 0, 4, np.nan), r"X: view 0 holds 1 NaN or infinite values \(first bad rows: \[4\]\).*missing view"),
+    "partial NaN row": (
+        with_value(GOOD, 0, 4, np.nan),
+        r"X: view 0 holds 1 NaN or infinite values \(first bad rows: \[4\]\).*missing view",
+    ),
     "Inf": (with_value(GOOD, 1, 9, -np.inf), r"X: view 1 holds 1 NaN or infinite values \(first bad rows: \[9\]\)"),
     "every view missing": (all_nan_row(GOOD, 3), "sample 3 has every view missing"),
     "strings": ([GOOD[0].astype(str), GOOD[1]], "X: view 0 is not numeric"),

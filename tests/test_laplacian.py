@@ -41,10 +41,12 @@ def problem() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(y (M, K), affinities (V, M, M) symmetric kNN graphs of V random views, alpha (M, V) softmax)."""
     rng = np.random.default_rng(0)
     y = rng.standard_normal((M, K)).astype(np.float32)
-    affinities = np.stack([
-        np.asarray(knn_gaussian_affinity(jnp.asarray(rng.standard_normal((M, 4)), jnp.float32), 5, None))
-        for _ in range(V)
-    ])
+    affinities = np.stack(
+        [
+            np.asarray(knn_gaussian_affinity(jnp.asarray(rng.standard_normal((M, 4)), jnp.float32), 5, None))
+            for _ in range(V)
+        ]
+    )
     logits = rng.standard_normal((M, V))
     alpha = (np.exp(logits) / np.exp(logits).sum(1, keepdims=True)).astype(np.float32)
     return y, affinities, alpha
@@ -83,14 +85,16 @@ def test_unit_view_weights_give_eq1(problem):
     y, affinities, _ = problem
     ones = jnp.ones((M, V))
     assert float(weighted_laplacian_loss(jnp.asarray(y), jnp.asarray(affinities), ones)) == pytest.approx(
-        float(weighted_laplacian_loss(jnp.asarray(y), jnp.asarray(affinities))), rel=1e-6)
+        float(weighted_laplacian_loss(jnp.asarray(y), jnp.asarray(affinities))), rel=1e-6
+    )
 
 
 def test_jitted_loss_matches_eager(problem):
     y, affinities, alpha = problem
     args = (jnp.asarray(y), jnp.asarray(affinities), jnp.asarray(alpha))
-    assert float(jax.jit(weighted_laplacian_loss)(*args)) == pytest.approx(float(weighted_laplacian_loss(*args)),
-                                                                           rel=1e-6)
+    assert float(jax.jit(weighted_laplacian_loss)(*args)) == pytest.approx(
+        float(weighted_laplacian_loss(*args)), rel=1e-6
+    )
 
 
 def test_pairwise_sum_is_twice_rayleigh_trace(problem):
@@ -110,8 +114,11 @@ def test_loss_is_invariant_to_permuting_the_batch(problem):
     perm = np.random.default_rng(1).permutation(M)
     assert not (perm == np.arange(M)).all()
     original = float(weighted_laplacian_loss(jnp.asarray(y), jnp.asarray(affinities), jnp.asarray(alpha)))
-    permuted = float(weighted_laplacian_loss(
-        jnp.asarray(y[perm]), jnp.asarray(affinities[:, perm][:, :, perm]), jnp.asarray(alpha[perm])))
+    permuted = float(
+        weighted_laplacian_loss(
+            jnp.asarray(y[perm]), jnp.asarray(affinities[:, perm][:, :, perm]), jnp.asarray(alpha[perm])
+        )
+    )
     assert permuted == pytest.approx(original, rel=1e-5)
     # Permuting y alone breaks the pairing with the graph.
     mismatched = float(weighted_laplacian_loss(jnp.asarray(y[perm]), jnp.asarray(affinities), jnp.asarray(alpha)))
@@ -137,7 +144,8 @@ def test_eq1_equals_eq3_for_directed_knn_graph(problem):
     x = jnp.asarray(np.random.default_rng(2).standard_normal((M, 3)), jnp.float32)
     w = knn_gaussian_affinity(x, 5, 1.0, symmetrize_how="none")[None]
     assert float(weighted_laplacian_loss(jnp.asarray(y), w)) == pytest.approx(
-        float(pairwise_spectral_loss(jnp.asarray(y), w)), rel=1e-5)
+        float(pairwise_spectral_loss(jnp.asarray(y), w)), rel=1e-5
+    )
 
 
 jitted_rayleigh_trace = jax.jit(rayleigh_trace)

@@ -1,15 +1,15 @@
 """The package's folders are its layers, and each layer imports only the layers below it.
 
-    config, validation,  settings, input checks and the version (import nothing else of the
-    version              package)
-    ops/                 pure math: affinities, Laplacian loss, QR orthogonalization
-    data/                datasets, loaders, splits, scalers, streaming
-    nets/                networks and their state; embedding with a state
-    training/            jitted steps, the loop, schedule, sharding, checkpoints, pre-training
-    evaluation/          metrics, embedding health, monitors, the alignment baseline
-    api/                 the scikit-learn estimator and the inference pipeline
-    runs/                experiment runs, resume records, robustness protocols, figures
-    cli                  the command line
+config, validation,  settings, input checks and the version (import nothing else of the
+version              package)
+ops/                 pure math: affinities, Laplacian loss, QR orthogonalization
+data/                datasets, loaders, splits, scalers, streaming
+nets/                networks and their state; embedding with a state
+training/            jitted steps, the loop, schedule, sharding, checkpoints, pre-training
+evaluation/          metrics, embedding health, monitors, the alignment baseline
+api/                 the scikit-learn estimator and the inference pipeline
+runs/                experiment runs, resume records, robustness protocols, figures
+cli                  the command line
 """
 
 from __future__ import annotations
@@ -81,8 +81,24 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
     assert upward_imports(fake) == ["specrage_jax.ops.bad:1 (ops) imports specrage_jax.training.steps (training)"]
 
 
-@pytest.mark.parametrize("name", ["SpecRaGE", "ExperimentConfig", "create_state", "ortho_step", "grad_step", "Batch",
-                                  "embed", "save_model", "load_model", "fit", "History", "preset", "ViewSplitter"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "SpecRaGE",
+        "ExperimentConfig",
+        "create_state",
+        "ortho_step",
+        "grad_step",
+        "Batch",
+        "embed",
+        "save_model",
+        "load_model",
+        "fit",
+        "History",
+        "preset",
+        "ViewSplitter",
+    ],
+)
 def test_the_public_names_stay_importable_from_the_package(name):
     import specrage_jax
 

@@ -411,8 +411,12 @@ def test_warp_images_integer_shift_and_quarter_turn():
 def test_infinitemnist_without_transforms_pairs_same_class_images():
     images, labels = toy_digits()
     (view1, view2), chunk_labels = infinitemnist_chunk(
-        images, labels, 0, 40, seed=3,
-        warp=InfiniteMnistWarp(noise_std=0.0, max_shift=0.0, max_rotation_deg=0.0, max_scale=0.0)
+        images,
+        labels,
+        0,
+        40,
+        seed=3,
+        warp=InfiniteMnistWarp(noise_std=0.0, max_shift=0.0, max_rotation_deg=0.0, max_scale=0.0),
     )
     sources, partners = row_index(images, view1), row_index(images, view2)
     np.testing.assert_array_equal(labels[sources], chunk_labels)

@@ -11,7 +11,8 @@ import pytest
 
 from specrage_jax import SpecRaGE
 from specrage_jax.cli import main
-from specrage_jax.training.checkpoint import CheckpointWarning, load_model
+from specrage_jax.training.checkpoint import load_model
+from specrage_jax.training.checkpoint_files import CheckpointWarning
 
 
 def clustered_views(n: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -29,9 +30,25 @@ def cli_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("loading")
     views, labels = clustered_views(150, seed=0)
     np.savez(folder / "mine.npz", view_0=views[0], view_1=views[1], labels=labels)
-    code = main(["train", "--dataset", f"file:{folder / 'mine.npz'}", "--out", str(folder / "run"), "--quiet",
-                 "--no-figure", "--set", "train.epochs=3", "--set", "autoencoder.enabled=true",
-                 "--set", "autoencoder.epochs=2", "--set", "autoencoder.embedding_dim=5"])
+    code = main(
+        [
+            "train",
+            "--dataset",
+            f"file:{folder / 'mine.npz'}",
+            "--out",
+            str(folder / "run"),
+            "--quiet",
+            "--no-figure",
+            "--set",
+            "train.epochs=3",
+            "--set",
+            "autoencoder.enabled=true",
+            "--set",
+            "autoencoder.epochs=2",
+            "--set",
+            "autoencoder.embedding_dim=5",
+        ]
+    )
     assert code == 0
     new, _ = clustered_views(40, seed=1)
     new[1][3] = np.nan  # sample 3 misses view 1
@@ -40,8 +57,20 @@ def cli_run(tmp_path_factory):
 
 
 def embed_cli(folder, checkpoint, *extra: str) -> tuple[np.ndarray, np.ndarray]:
-    code = main(["embed", "--checkpoint", str(checkpoint), "--input", str(folder / "new.npz"), "--output",
-                 str(folder / "y.npy"), "--weights", str(folder / "w.npy"), *extra])
+    code = main(
+        [
+            "embed",
+            "--checkpoint",
+            str(checkpoint),
+            "--input",
+            str(folder / "new.npz"),
+            "--output",
+            str(folder / "y.npy"),
+            "--weights",
+            str(folder / "w.npy"),
+            *extra,
+        ]
+    )
     assert code == 0
     return np.load(folder / "y.npy"), np.load(folder / "w.npy")
 

@@ -24,8 +24,9 @@ MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), te
 
 @pytest.fixture(scope="module")
 def state():
-    return create_state(DIMS, MODEL, GraphConfig(n_neighbors=3), OrthoConfig(), learning_rate=1e-3, seed=0,
-                        view_scales=[1.0, 1.0, 1.0])
+    return create_state(
+        DIMS, MODEL, GraphConfig(n_neighbors=3), OrthoConfig(), learning_rate=1e-3, seed=0, view_scales=[1.0, 1.0, 1.0]
+    )
 
 
 def random_views(n: int, seed: int = 0) -> list[np.ndarray]:
@@ -123,8 +124,15 @@ def test_training_data_with_a_missing_view_is_still_an_error():
 
 def test_estimator_mask_argument_and_nan_rows_agree():
     views = random_views(60)
-    est = SpecRaGE(n_clusters=3, n_neighbors=5, batch_size=32, max_epochs=1, view_hidden=(16,),
-                   weighting_hidden=(8,), random_state=0).fit(views)
+    est = SpecRaGE(
+        n_clusters=3,
+        n_neighbors=5,
+        batch_size=32,
+        max_epochs=1,
+        view_hidden=(16,),
+        weighting_hidden=(8,),
+        random_state=0,
+    ).fit(views)
     mask = np.ones((60, 3), bool)
     mask[::4, 2] = False
     with_nan = [v.copy() for v in views]
@@ -145,8 +153,16 @@ def test_digits_clusters_survive_a_missing_view_for_30_percent_of_test_samples()
     fused output, never a view net alone (BUILD_NOTES.md)."""
     data = load_dataset("digits", seed=0)
     train, test = train_test_split(np.arange(data.n_samples), test_size=0.2, stratify=data.labels, random_state=0)
-    est = SpecRaGE(n_clusters=10, n_neighbors=10, batch_size=512, max_epochs=20, temperature=250000.0,
-                   view_hidden=(256, 256), preprocess="minmax", random_state=0)
+    est = SpecRaGE(
+        n_clusters=10,
+        n_neighbors=10,
+        batch_size=512,
+        max_epochs=20,
+        temperature=250000.0,
+        view_hidden=(256, 256),
+        preprocess="minmax",
+        random_state=0,
+    )
     est.fit([v[train] for v in data.views])
     test_views, test_labels = [v[test] for v in data.views], data.labels[test]
     complete = kmeans_metrics(est.transform(test_views), test_labels, n_clusters=10, seed=0)["acc"]

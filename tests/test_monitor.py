@@ -22,8 +22,14 @@ def test_monitor_records_a_falling_grassmann_distance_and_quadratic_forms_on_blo
     # the reference is the exact minimizer: its own distance is 0, a random subspace's is large
     assert grassmann_distance_sq(reference.eigenvectors, reference.eigenvectors) < 1e-8
     monitor = SpectralMonitor(reference)
-    state = create_state(data.view_dims, ModelConfig(n_components=k, view_hidden=(64, 64), temperature=1e6),
-                         graph, OrthoConfig(), learning_rate=1e-3, seed=0)
+    state = create_state(
+        data.view_dims,
+        ModelConfig(n_components=k, view_hidden=(64, 64), temperature=1e6),
+        graph,
+        OrthoConfig(),
+        learning_rate=1e-3,
+        seed=0,
+    )
     fit(state, train, val, TrainConfig(epochs=8, batch_size=350, progress=False), seed=0, on_epoch_end=monitor)
     curve = monitor.grassmann_curve()
     assert len(curve) == 8 and all(0.0 <= g <= k + 1e-9 for g in curve)

@@ -83,8 +83,11 @@ def test_refine_improves_float32_accuracy():
 
 def test_m_identity_is_sqrt_m_times_identity_convention():
     y_tilde = jnp.asarray(np.random.default_rng(5).standard_normal((1024, 10)), jnp.float32)
-    np.testing.assert_allclose(np.asarray(orthonormalizer(y_tilde, convention="m_identity")),
-                               32.0 * np.asarray(orthonormalizer(y_tilde, convention="identity")), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(orthonormalizer(y_tilde, convention="m_identity")),
+        32.0 * np.asarray(orthonormalizer(y_tilde, convention="identity")),
+        rtol=1e-5,
+    )
 
 
 def test_unknown_convention_raises():

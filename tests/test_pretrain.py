@@ -9,7 +9,7 @@ import pytest
 
 from specrage_jax.config import AutoencoderConfig, ExperimentConfig, SiameseConfig
 from specrage_jax.data import make_blobs_views
-from specrage_jax.runs.experiment import prepare_splits, pretrain, with_n_components
+from specrage_jax.runs.prepare import prepare_splits, pretrain, with_n_components
 from specrage_jax.training.autoencoder import train_autoencoder
 from specrage_jax.training.siamese import (
     contrastive_loss,
@@ -72,8 +72,9 @@ def test_autoencoder_reconstructs_and_encodes():
 
 def test_pretrain_replaces_views_and_adds_codes():
     data = make_blobs_views(n_samples=300, n_centers=3, seed=0)
-    config = with_n_components(dataclasses.replace(ExperimentConfig(), siamese=SMALL_SIAMESE, autoencoder=SMALL_AE),
-                               data.n_classes)
+    config = with_n_components(
+        dataclasses.replace(ExperimentConfig(), siamese=SMALL_SIAMESE, autoencoder=SMALL_AE), data.n_classes
+    )
     config = dataclasses.replace(config, train=dataclasses.replace(config.train, progress=False))
     splits = prepare_splits(data, config, seed=0)
     encoded, codes, timings = pretrain(splits, config, seed=0)

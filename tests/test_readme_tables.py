@@ -43,7 +43,7 @@ def outside_blocks(text: str) -> list[str]:
     """The pieces of a README between (and around) its generated blocks."""
     pieces, position = [], 0
     for span in rt.find_blocks(text):
-        pieces.append(text[position:span.start])
+        pieces.append(text[position : span.start])
         position = span.end
     return [*pieces, text[position:]]
 
@@ -74,8 +74,9 @@ def test_check_fails_when_the_readme_block_is_edited_by_hand(tmp_path, capsys):
     readme = tmp_path / "README.md"
     text = README.read_text(encoding="utf-8")
     assert text.count("| WebKB | all rows | 203 | 0.778 |") == 1
-    readme.write_text(text.replace("| WebKB | all rows | 203 | 0.778 |", "| WebKB | all rows | 203 | 0.779 |"),
-                      encoding="utf-8")
+    readme.write_text(
+        text.replace("| WebKB | all rows | 203 | 0.778 |", "| WebKB | all rows | 203 | 0.779 |"), encoding="utf-8"
+    )
     assert rt.main(["--check", "--readme", str(readme)]) == 1
     out = capsys.readouterr().out
     assert "(block devsuite)" in out and "-| WebKB | all rows | 203 | 0.779 |" in out
@@ -86,7 +87,7 @@ def test_check_reports_a_missing_block(tmp_path, capsys):
     readme = tmp_path / "README.md"
     text = README.read_text(encoding="utf-8")
     span = next(s for s in rt.find_blocks(text) if s.name == "robustness_bdgp")
-    readme.write_text(text[:span.start] + text[span.end:], encoding="utf-8")
+    readme.write_text(text[: span.start] + text[span.end :], encoding="utf-8")
     assert rt.main(["--check", "--readme", str(readme)]) == 1
     assert "no block 'robustness_bdgp'" in capsys.readouterr().out
 
@@ -135,10 +136,14 @@ def test_paper_numbers_come_from_reproduce_tables():
 
 def test_command_line_check_runs_without_the_package():
     """The script is standard library only: `--check` works in a bare interpreter, without specrage_jax."""
-    code = (f"import runpy, sys\nsys.argv = [{str(SCRIPT)!r}, '--check']\n"
-            "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
-            "except SystemExit:\n"
-            "    assert 'specrage_jax' not in sys.modules and 'numpy' not in sys.modules, 'imported more than the stdlib'\n"
-            "    raise\n")
-    result = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    code = (
+        f"import runpy, sys\nsys.argv = [{str(SCRIPT)!r}, '--check']\n"
+        "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    assert 'specrage_jax' not in sys.modules and 'numpy' not in sys.modules, 'imported more than the stdlib'\n"
+        "    raise\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -125,8 +125,12 @@ def test_infinitemnist_is_seeded_chunk_independent_and_same_class(data_dir, mnis
     np.testing.assert_array_equal(alone[0][1], chunks[2][0][1])
     # Without transforms or noise, both views are MNIST images: find them and check the classes.
     (view1, view2), chunk_labels = infinitemnist_chunk(
-        images, labels, 0, 30, seed=7,
-        warp=InfiniteMnistWarp(noise_std=0.0, max_shift=0.0, max_rotation_deg=0.0, max_scale=0.0)
+        images,
+        labels,
+        0,
+        30,
+        seed=7,
+        warp=InfiniteMnistWarp(noise_std=0.0, max_shift=0.0, max_rotation_deg=0.0, max_scale=0.0),
     )
     for view in (view1, view2):
         distances = (view**2).sum(1)[:, None] - 2 * view @ images.T + (images**2).sum(1)[None, :]

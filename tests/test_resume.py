@@ -19,16 +19,34 @@ from specrage_jax.training.checkpoint import load_model
 
 EPOCHS = 12
 # Small nets keep the three runs short; 12 epochs leave ~10 to run after the 2nd checkpoint appears.
-COMMON = ["--dataset", "digits", "--seed", "0", "--epochs", str(EPOCHS), "--quiet", "--no-figure",
-          "--checkpoint-every", "1", "--set", "model.view_hidden=256,256", "--set", "eval.kmeans_n_init=3"]
+COMMON = [
+    "--dataset",
+    "digits",
+    "--seed",
+    "0",
+    "--epochs",
+    str(EPOCHS),
+    "--quiet",
+    "--no-figure",
+    "--checkpoint-every",
+    "1",
+    "--set",
+    "model.view_hidden=256,256",
+    "--set",
+    "eval.kmeans_n_init=3",
+]
 ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
 
 
 def env_with_compile_cache(cache: Path) -> dict[str, str]:
     """The three runs share a persistent compilation cache (every compile, however quick): the same
     programs, compiled once, so the later runs start in seconds."""
-    return {**ENV, "JAX_COMPILATION_CACHE_DIR": str(cache), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+    return {
+        **ENV,
+        "JAX_COMPILATION_CACHE_DIR": str(cache),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+    }
 
 
 def cli(*args: str) -> list[str]:
@@ -39,8 +57,9 @@ def wait_for(path: Path, proc: subprocess.Popen, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while not path.is_dir():
         if proc.poll() is not None:
-            raise AssertionError(f"the run ended (rc {proc.returncode}) before {path} appeared:\n"
-                                 f"{proc.stderr.read()[-3000:]}")
+            raise AssertionError(
+                f"the run ended (rc {proc.returncode}) before {path} appeared:\n{proc.stderr.read()[-3000:]}"
+            )
         if time.monotonic() > deadline:
             proc.kill()
             raise AssertionError(f"{path} did not appear within {timeout} s")
@@ -60,8 +79,9 @@ def without_timings(metrics: dict) -> dict:
 def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     interrupted, uninterrupted = tmp_path / "d1", tmp_path / "d2"
     env = env_with_compile_cache(tmp_path / "jax-cache")
-    proc = subprocess.Popen(cli(*COMMON, "--out", str(interrupted)), env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cli(*COMMON, "--out", str(interrupted)), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     wait_for(interrupted / "checkpoints" / "epoch_2", proc, timeout=300)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
@@ -82,15 +102,23 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     newest = interrupted / "checkpoints" / f"epoch_{killed_at}" / "arrays"
     biggest = max((p for p in newest.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
     os.truncate(biggest, biggest.stat().st_size // 2)
-    resumed = subprocess.run(cli("--resume", str(interrupted), "--quiet", "--no-figure"), env=env,
-                             capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(
+        cli("--resume", str(interrupted), "--quiet", "--no-figure"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"skipped damaged training checkpoints: checkpoint {interrupted.absolute()}/checkpoints/epoch_{killed_at} " \
-           f"is corrupted" in resumed.stderr
+    assert (
+        f"skipped damaged training checkpoints: checkpoint {interrupted.absolute()}/checkpoints/epoch_{killed_at} "
+        f"is corrupted" in resumed.stderr
+    )
     assert f"resumed from the checkpoint after epoch {killed_at - 1}" in resumed.stdout
 
-    full = subprocess.run(cli(*COMMON, "--out", str(uninterrupted)), env=env, capture_output=True, text=True,
-                          timeout=600)
+    full = subprocess.run(
+        cli(*COMMON, "--out", str(uninterrupted)), env=env, capture_output=True, text=True, timeout=600
+    )
     assert full.returncode == 0, full.stderr[-3000:]
 
     a = json.loads((interrupted / "metrics.json").read_text())

@@ -24,8 +24,19 @@ from specrage_jax.runs.robustness import (
 )
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "robustness_curves.py"
-TINY = ["--max-samples", "300", "--fractions", "0.2", "0.4", "--set", "train.epochs=1",
-        "--set", "model.view_hidden=32,32", "--set", "model.weighting_hidden=16"]
+TINY = [
+    "--max-samples",
+    "300",
+    "--fractions",
+    "0.2",
+    "0.4",
+    "--set",
+    "train.epochs=1",
+    "--set",
+    "model.view_hidden=32,32",
+    "--set",
+    "model.weighting_hidden=16",
+]
 
 
 def load_script():
@@ -64,8 +75,10 @@ def test_relative_degradation_and_summary_over_seeds():
     with pytest.raises(ValueError):
         relative_degradation(0.0, 0.5)
     runs = [{"method": "m", "kind": "clean", "fraction": 0.0, "seed": s, "acc": 1.0} for s in (0, 1)]
-    runs += [{"method": "m", "kind": "noise", "fraction": 0.4, "seed": 0, "acc": 0.9},
-             {"method": "m", "kind": "noise", "fraction": 0.4, "seed": 1, "acc": 0.7}]
+    runs += [
+        {"method": "m", "kind": "noise", "fraction": 0.4, "seed": 0, "acc": 0.9},
+        {"method": "m", "kind": "noise", "fraction": 0.4, "seed": 1, "acc": 0.7},
+    ]
     rows = summarize_curves(runs, ["m"], ["noise"], [0.2, 0.4])["noise"]["m"]
     assert rows["degradation_mean"][1] == pytest.approx(20.0) and rows["degradation_std"][1] == pytest.approx(10.0)
     assert rows["degradation_mean"][0] is None and rows["n_seeds"] == [0, 2]
@@ -86,14 +99,18 @@ def test_contaminate_changes_only_the_masked_rows_and_clean_is_identity():
 def test_runs_are_adopted_by_signature_and_only_missing_cells_run():
     methods = [Method("specrage", ("model.temperature=90",)), Method("alignment", alignment=True)]
     signatures = {"specrage": "aaa", "alignment": "bbb"}
-    known = [{"method": "weighting", "signature": "aaa", "kind": "clean", "fraction": 0.0, "seed": 0, "acc": 1.0},
-             {"method": "other", "signature": "zzz", "kind": "clean", "fraction": 0.0, "seed": 0, "acc": 1.0}]
+    known = [
+        {"method": "weighting", "signature": "aaa", "kind": "clean", "fraction": 0.0, "seed": 0, "acc": 1.0},
+        {"method": "other", "signature": "zzz", "kind": "clean", "fraction": 0.0, "seed": 0, "acc": 1.0},
+    ]
     adopted = adopt_runs(known, signatures)
     assert [r["method"] for r in adopted] == ["specrage"]
     done = {("aaa", "clean", 0.0, 0)}
     levels = pending_levels(methods, signatures, done, ["noise"], [0.4], [0])
-    assert [(lv.kind, [m.name for m in lv.methods]) for lv in levels] == [("clean", ["alignment"]),
-                                                                        ("noise", ["specrage", "alignment"])]
+    assert [(lv.kind, [m.name for m in lv.methods]) for lv in levels] == [
+        ("clean", ["alignment"]),
+        ("noise", ["specrage", "alignment"]),
+    ]
     with pytest.raises(ValueError):
         CurveSpec(kinds=("fire",))
 

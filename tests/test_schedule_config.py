@@ -44,12 +44,14 @@ def test_counter_resets_after_a_drop_and_after_an_improvement():
 
 
 def test_improvement_below_relative_threshold_counts_as_bad():
-    plateau, lr = plateau_update(PlateauState(best=1.0, bad_epochs=0), 1.0 - 1e-6, 1.0, factor=0.1, patience=0,
-                                 rel_threshold=1e-4)
+    plateau, lr = plateau_update(
+        PlateauState(best=1.0, bad_epochs=0), 1.0 - 1e-6, 1.0, factor=0.1, patience=0, rel_threshold=1e-4
+    )
     assert lr == pytest.approx(0.1)
     assert plateau.best == 1.0
-    plateau, lr = plateau_update(PlateauState(best=1.0, bad_epochs=0), 0.99, 1.0, factor=0.1, patience=0,
-                                 rel_threshold=1e-4)
+    plateau, lr = plateau_update(
+        PlateauState(best=1.0, bad_epochs=0), 0.99, 1.0, factor=0.1, patience=0, rel_threshold=1e-4
+    )
     assert lr == 1.0 and plateau.best == 0.99
 
 
@@ -67,17 +69,20 @@ def test_should_stop_after_five_drops_from_1e_3():
 
 def test_apply_overrides_parses_each_field_type():
     base = ExperimentConfig()
-    config = apply_overrides(base, [
-        "model.view_hidden=64,32",
-        "model.n_components=7",
-        "model.temperature=2.5",
-        "model.hidden_activation=gelu",
-        "ortho.grad_through_r_inv=false",
-        "graph.include_self=True",
-        "graph.symmetrize=max",
-        "train.learning_rate=3e-4",
-        "model.weighting_hidden=(8)",
-    ])
+    config = apply_overrides(
+        base,
+        [
+            "model.view_hidden=64,32",
+            "model.n_components=7",
+            "model.temperature=2.5",
+            "model.hidden_activation=gelu",
+            "ortho.grad_through_r_inv=false",
+            "graph.include_self=True",
+            "graph.symmetrize=max",
+            "train.learning_rate=3e-4",
+            "model.weighting_hidden=(8)",
+        ],
+    )
     assert config.model.view_hidden == (64, 32)
     assert config.model.n_components == 7 and isinstance(config.model.n_components, int)
     assert config.model.temperature == 2.5 and isinstance(config.model.temperature, float)
@@ -97,18 +102,22 @@ def test_later_override_wins():
     assert config.graph.n_neighbors == 9
 
 
-@pytest.mark.parametrize("item, named", [
-    ("modle.n_components=3", "modle"),
-    ("model.n_compnents=3", "n_compnents"),
-    ("n_components=3", "n_components"),
-])
+@pytest.mark.parametrize(
+    "item, named",
+    [
+        ("modle.n_components=3", "modle"),
+        ("model.n_compnents=3", "n_compnents"),
+        ("n_components=3", "n_components"),
+    ],
+)
 def test_apply_overrides_names_unknown_key(item, named):
     with pytest.raises(ValueError, match=named):
         apply_overrides(ExperimentConfig(), [item])
 
 
-@pytest.mark.parametrize("item", ["model.n_components=three", "ortho.refine=maybe", "model.view_hidden=a,b",
-                                  "graph.n_neighbors"])
+@pytest.mark.parametrize(
+    "item", ["model.n_components=three", "ortho.refine=maybe", "model.view_hidden=a,b", "graph.n_neighbors"]
+)
 def test_apply_overrides_rejects_bad_values(item):
     with pytest.raises(ValueError):
         apply_overrides(ExperimentConfig(), [item])
@@ -118,8 +127,11 @@ def test_describe_fields_lists_every_field():
     config = ExperimentConfig()
     rows = describe_fields(config)
     keys = [key for key, _, _ in rows]
-    expected = [f"{section.name}.{f.name}" for section in dataclasses.fields(config)
-                for f in dataclasses.fields(getattr(config, section.name))]
+    expected = [
+        f"{section.name}.{f.name}"
+        for section in dataclasses.fields(config)
+        for f in dataclasses.fields(getattr(config, section.name))
+    ]
     assert keys == expected
     assert len(set(keys)) == len(keys) > 20
     assert all(help_text for _, _, help_text in rows)

@@ -111,7 +111,9 @@ CHILD = textwrap.dedent("""
     state = sh.replicate(fresh(True), mesh)
     for i in range(2):
         o, g = pool[2 * i], pool[2 * i + 1]
-        state, _ = wrapped(state, sh.shard_batch(Batch(views=o), mesh), sh.shard_batch(Batch(views=g, ortho_views=o), mesh))
+        ortho_batch = sh.shard_batch(Batch(views=o), mesh)
+        grad_batch = sh.shard_batch(Batch(views=g, ortho_views=o), mesh)
+        state, _ = wrapped(state, ortho_batch, grad_batch)
     sh.assert_state_replicated(state, mesh)
     out["data_parallel_cache_size"] = wrapped._cache_size()
     out["rounded"] = [sh.round_batch_to_devices(m, mesh) for m in (62, 64, 4)]
@@ -160,20 +162,28 @@ CHILD = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def four_devices() -> dict:
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu",
-               OPENBLAS_NUM_THREADS="1", PYTHONPATH=str(REPO))
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        JAX_PLATFORMS="cpu",
+        OPENBLAS_NUM_THREADS="1",
+        PYTHONPATH=str(REPO),
+    )
     proc = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 @pytest.mark.parametrize("through", ["True", "False"])
 def test_sharded_steps_equal_single_device(four_devices: dict, through: str) -> None:
     r = four_devices[through]
-    print(f"grad_through_r_inv={through}: max |diff| loss {r['loss_max_abs_diff']:.2e}, params "
-          f"{r['params_max_abs_diff']:.2e}, Adam state {r['opt_state_max_abs_diff']:.2e}, "
-          f"R^-1 {r['r_inv_max_abs_diff']:.2e} (max |R^-1| {r['r_inv_max_abs']:.2f}), predict {r['predict_max_abs_diff']:.2e}")
+    print(
+        f"grad_through_r_inv={through}: max |diff| loss {r['loss_max_abs_diff']:.2e}, params "
+        f"{r['params_max_abs_diff']:.2e}, Adam state {r['opt_state_max_abs_diff']:.2e}, "
+        f"R^-1 {r['r_inv_max_abs_diff']:.2e} (max |R^-1| {r['r_inv_max_abs']:.2f}), "
+        f"predict {r['predict_max_abs_diff']:.2e}"
+    )
     assert len(four_devices["devices"]) == 4
     assert r["loss_max_abs_diff"] < 1e-5
     assert r["params_max_abs_diff"] < 1e-5

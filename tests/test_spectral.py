@@ -5,8 +5,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from specrage_jax.ops import spectral as baselines
 from specrage_jax.config import GraphConfig
+from specrage_jax.ops import spectral as baselines
 from specrage_jax.ops.diagnostics import grassmann_distance_sq
 
 
@@ -14,8 +14,10 @@ def _views(n: int = 400, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     centres = rng.normal(scale=2.5, size=(4, 5))
     labels = rng.integers(0, 4, n)
-    return [(centres[labels] + rng.normal(size=(n, 5))).astype(np.float32),
-            (centres[labels][:, ::-1] + rng.normal(size=(n, 5))).astype(np.float32)]
+    return [
+        (centres[labels] + rng.normal(size=(n, 5))).astype(np.float32),
+        (centres[labels][:, ::-1] + rng.normal(size=(n, 5))).astype(np.float32),
+    ]
 
 
 @pytest.mark.parametrize("symmetrize", ["mean", "max"])

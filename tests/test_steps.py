@@ -37,10 +37,16 @@ SCALES = (3.0, 2.5)  # sigma_v of the global scale mode, about the 5th-neighbour
 MODES = [True, False]  # OrthoConfig.grad_through_r_inv
 
 
-def make_state(grad_through_r_inv: bool, *, graph: GraphConfig = GRAPH,
-               learning_rate: float = 1e-3) -> SpecRaGEState:
-    return create_state(DIMS, MODEL, graph, OrthoConfig(grad_through_r_inv=grad_through_r_inv),
-                        learning_rate=learning_rate, seed=0, view_scales=SCALES)
+def make_state(grad_through_r_inv: bool, *, graph: GraphConfig = GRAPH, learning_rate: float = 1e-3) -> SpecRaGEState:
+    return create_state(
+        DIMS,
+        MODEL,
+        graph,
+        OrthoConfig(grad_through_r_inv=grad_through_r_inv),
+        learning_rate=learning_rate,
+        seed=0,
+        view_scales=SCALES,
+    )
 
 
 def copy(state: SpecRaGEState) -> SpecRaGEState:
@@ -118,8 +124,10 @@ def test_grad_step_updates_params_not_r_inv(adam_states, views_a, views_b, mode)
     state, metrics = grad_step(state, grad_batch(state, views_b, views_a))
     np.testing.assert_array_equal(np.asarray(state.r_inv), before.r_inv)
     assert int(state.step) == int(before.step) + 1
-    changed = [not np.array_equal(np.asarray(x), y)
-               for x, y in zip(jax.tree.leaves(state.params), jax.tree.leaves(before.params))]
+    changed = [
+        not np.array_equal(np.asarray(x), y)
+        for x, y in zip(jax.tree.leaves(state.params), jax.tree.leaves(before.params))
+    ]
     assert all(changed)  # every layer of both view nets and of the weighting net learns
     assert np.isfinite(float(metrics["loss"])) and float(metrics["loss"]) > 0
     assert float(metrics["grad_norm"]) > 0
@@ -136,10 +144,12 @@ def reference_loss(state: SpecRaGEState, params, views, r_inv_of_params) -> jax.
     """Eq. 4 written out independently of steps.py: pairwise form, kNN graphs on the raw views."""
     model = nnx.merge(state.graphdef, params, state.ortho)
     y_tilde, alpha = model.fuse(views)
-    affinities = jnp.stack([
-        knn_gaussian_affinity(x, GRAPH.n_neighbors, SCALES[v], bandwidth_factor=GRAPH.bandwidth_factor)
-        for v, x in enumerate(views)
-    ])
+    affinities = jnp.stack(
+        [
+            knn_gaussian_affinity(x, GRAPH.n_neighbors, SCALES[v], bandwidth_factor=GRAPH.bandwidth_factor)
+            for v, x in enumerate(views)
+        ]
+    )
     return pairwise_spectral_loss(y_tilde @ r_inv_of_params(params), affinities, alpha)
 
 
@@ -159,8 +169,9 @@ def assert_gradients_close(got, want) -> None:
 
 
 def gradient_difference(a, b) -> float:
-    return max(float(np.abs(np.asarray(x) - np.asarray(y)).max()) for x, y in zip(jax.tree.leaves(a),
-                                                                                   jax.tree.leaves(b)))
+    return max(
+        float(np.abs(np.asarray(x) - np.asarray(y)).max()) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))
+    )
 
 
 def test_gradient_modes(adam_states, fitted_state, views_a, views_b):
@@ -241,7 +252,7 @@ def test_loss_decreases_on_clustered_data(adam_states, mode):
     views = clustered_views(64, seed=7)  # 192 samples
     n = views[0].shape[0]
     rng = np.random.default_rng(8)
-    eval_batch = Batch(tuple(jnp.asarray(v[:: 3]) for v in views))  # 64 samples, every cluster
+    eval_batch = Batch(tuple(jnp.asarray(v[::3]) for v in views))  # 64 samples, every cluster
 
     def held_out_loss(state):
         fitted = ortho_step(copy(state), eval_batch)
@@ -253,8 +264,9 @@ def test_loss_decreases_on_clustered_data(adam_states, mode):
         ortho_idx, grad_idx = rng.choice(n, M, replace=False), rng.choice(n, M, replace=False)
         ortho_views = tuple(jnp.asarray(v[ortho_idx]) for v in views)
         state = ortho_step(state, Batch(ortho_views))
-        state, metrics = grad_step(state, grad_batch(state, tuple(jnp.asarray(v[grad_idx]) for v in views),
-                                                     ortho_views))
+        state, metrics = grad_step(
+            state, grad_batch(state, tuple(jnp.asarray(v[grad_idx]) for v in views), ortho_views)
+        )
         assert np.isfinite(float(metrics["loss"]))
     final = held_out_loss(state)
     # k = 4 > 3 clusters: one direction must vary inside clusters, so the loss cannot reach 0.
@@ -329,15 +341,20 @@ def test_loss_variants_weights_in_affinity_and_mass_normalization():
     from specrage_jax.training.steps import batch_affinities, spectral_loss
 
     views = random_views(M, 11)
-    for graph, expect in ((dataclasses.replace(GRAPH, weights_in_affinity=False), "eq1"),
-                          (dataclasses.replace(GRAPH, mass_normalized=True), "mass"),
-                          (GRAPH, "eq4")):
+    for graph, expect in (
+        (dataclasses.replace(GRAPH, weights_in_affinity=False), "eq1"),
+        (dataclasses.replace(GRAPH, mass_normalized=True), "mass"),
+        (GRAPH, "eq4"),
+    ):
         state = make_state(False, graph=graph)
         loss, alpha = spectral_loss(state, state.params, Batch(views), state.r_inv)
         y = predict(state, views)[0]
         w = batch_affinities(views, state.view_scales, graph)
-        want = {"eq1": lambda: weighted_laplacian_loss(y, w),
-                "mass": lambda: weighted_laplacian_loss(y, w, alpha, mass_normalized=True),
-                "eq4": lambda: weighted_laplacian_loss(y, w, alpha)}[expect]()
+        if expect == "eq1":
+            want = weighted_laplacian_loss(y, w)
+        elif expect == "mass":
+            want = weighted_laplacian_loss(y, w, alpha, mass_normalized=True)
+        else:
+            want = weighted_laplacian_loss(y, w, alpha)
         np.testing.assert_allclose(float(loss), float(want), rtol=1e-5)
     assert not np.isclose(float(weighted_laplacian_loss(y, w)), float(weighted_laplacian_loss(y, w, alpha)))

@@ -19,15 +19,12 @@ import numpy as np
 import pytest
 
 from specrage_jax.data.mnist import infinitemnist_chunks
-from specrage_jax.data.stream import (
-    META_FILE,
+from specrage_jax.data.stream import META_FILE, open_views_memmap, view_file, write_views_memmap
+from specrage_jax.data.stream_batches import (
     map_views_in_chunks,
     memmap_batches,
-    open_views_memmap,
     prefetch_to_device,
     random_batch_indices,
-    view_file,
-    write_views_memmap,
 )
 
 DIMS = (7, 3)
@@ -41,8 +38,8 @@ def random_views(n: int, seed: int = 0) -> tuple[np.ndarray, ...]:
 def in_chunks(views, labels=None, size: int = 13):
     n = views[0].shape[0]
     for s in range(0, n, size):
-        part = tuple(v[s:s + size] for v in views)
-        yield part if labels is None else (part, labels[s:s + size])
+        part = tuple(v[s : s + size] for v in views)
+        yield part if labels is None else (part, labels[s : s + size])
 
 
 def test_round_trip_float32_is_exact(tmp_path) -> None:
@@ -64,12 +61,15 @@ def test_round_trip_float32_is_exact(tmp_path) -> None:
     np.testing.assert_array_equal(data.views[0][idx], views[0][idx])
 
 
-@pytest.mark.parametrize("idx", [
-    np.array([5, 6, 7, 8, 40, 41, 99]),   # runs of consecutive rows (one read each) and singles
-    np.array([99, 3, 3, 50, 0]),          # unsorted, with a repeat
-    np.arange(100),                       # one read of the whole file
-    np.array([], dtype=np.int64),
-])
+@pytest.mark.parametrize(
+    "idx",
+    [
+        np.array([5, 6, 7, 8, 40, 41, 99]),  # runs of consecutive rows (one read each) and singles
+        np.array([99, 3, 3, 50, 0]),  # unsorted, with a repeat
+        np.arange(100),  # one read of the whole file
+        np.array([], dtype=np.int64),
+    ],
+)
 def test_rows_reads_exactly_the_indexed_rows(tmp_path, idx) -> None:
     views = random_views(100)
     write_views_memmap(tmp_path, in_chunks(views), 100, DIMS)
@@ -100,7 +100,7 @@ def test_float16_storage_records_its_rounding_error(tmp_path) -> None:
     for v, (stored, original) in enumerate(zip(data.rows(slice(None)), views)):
         error = float(np.max(np.abs(stored - original)))
         assert error == pytest.approx(meta["max_abs_error"][v], rel=1e-6)
-        assert error <= 2.0 ** -11 * float(np.max(np.abs(original)))
+        assert error <= 2.0**-11 * float(np.max(np.abs(original)))
 
 
 def test_infinitemnist_chunks_write_directly(tmp_path) -> None:
@@ -115,11 +115,14 @@ def test_infinitemnist_chunks_write_directly(tmp_path) -> None:
     np.testing.assert_array_equal(data.labels, np.concatenate([c[1] for c in expected]))
 
 
-@pytest.mark.parametrize("bad_view, shape, match", [
-    (1, (13, 4), r"chunk 1, view 1: expected rows of width 3"),
-    (0, (13,), r"chunk 1, view 0: expected rows of width 7"),
-    (1, (12, 3), r"chunk 1: the views have different row counts view 0: 13, view 1: 12"),
-])
+@pytest.mark.parametrize(
+    "bad_view, shape, match",
+    [
+        (1, (13, 4), r"chunk 1, view 1: expected rows of width 3"),
+        (0, (13,), r"chunk 1, view 0: expected rows of width 7"),
+        (1, (12, 3), r"chunk 1: the views have different row counts view 0: 13, view 1: 12"),
+    ],
+)
 def test_mismatched_chunk_names_the_view(tmp_path, bad_view, shape, match) -> None:
     views = random_views(26)
 
@@ -193,8 +196,9 @@ def test_map_views_in_chunks(tmp_path) -> None:
     write_views_memmap(tmp_path / "raw", in_chunks(views, labels), 50, DIMS, with_labels=True)
     data = open_views_memmap(tmp_path / "raw")
     weights = [np.ones((7, 2), np.float32), np.full((3, 1), 2.0, np.float32)]
-    meta = map_views_in_chunks([lambda x: x @ weights[0], lambda x: x @ weights[1]], data, tmp_path / "codes",
-                               chunk_rows=16)
+    meta = map_views_in_chunks(
+        [lambda x: x @ weights[0], lambda x: x @ weights[1]], data, tmp_path / "codes", chunk_rows=16
+    )
     codes = open_views_memmap(tmp_path / "codes")
     assert meta["view_dims"] == [2, 1]
     np.testing.assert_allclose(codes.views[0], views[0] @ weights[0], rtol=1e-6)
@@ -213,7 +217,9 @@ def test_prefetch_yields_the_same_items_in_order() -> None:
     device = jax.devices()[0]
     placed = list(prefetch_to_device(iter(items[:2]), sharding=jax.sharding.SingleDeviceSharding(device)))
     assert placed[0][0].devices() == {device}
-    doubled = list(prefetch_to_device(iter(items[:2]), sharding=lambda t: jax.tree.map(lambda a: jnp.asarray(a) * 2, t)))
+    doubled = list(
+        prefetch_to_device(iter(items[:2]), sharding=lambda t: jax.tree.map(lambda a: jnp.asarray(a) * 2, t))
+    )
     np.testing.assert_array_equal(np.asarray(doubled[1][0]), 2 * items[1][0])
 
 
@@ -250,14 +256,42 @@ def test_prefetch_raises_the_source_error_in_order() -> None:
 # --- experiments/bench_scaling.py, tiny configuration --------------------------------------------
 
 BENCH = Path(__file__).resolve().parents[1] / "experiments" / "bench_scaling.py"
-TINY = ["--sizes", "2000", "4000", "--fake-mnist", "--chunk-size", "1500", "--batch-size", "128", "--steps", "2",
-        "--hidden", "32", "--k", "4", "--n-neighbors", "5", "--exact-timeout", "120"]
+TINY = [
+    "--sizes",
+    "2000",
+    "4000",
+    "--fake-mnist",
+    "--chunk-size",
+    "1500",
+    "--batch-size",
+    "128",
+    "--steps",
+    "2",
+    "--hidden",
+    "32",
+    "--k",
+    "4",
+    "--n-neighbors",
+    "5",
+    "--exact-timeout",
+    "120",
+]
 
 
 def run_bench(tmp_path: Path, *extra: str) -> dict:
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, str(BENCH), *TINY, *extra, "--work-dir", str(tmp_path / "work"), "--json", str(out),
-           "--compile-cache", str(tmp_path / "jax_cache")]
+    cmd = [
+        sys.executable,
+        str(BENCH),
+        *TINY,
+        *extra,
+        "--work-dir",
+        str(tmp_path / "work"),
+        "--json",
+        str(out),
+        "--compile-cache",
+        str(tmp_path / "jax_cache"),
+    ]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", JAX_PLATFORMS="cpu")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=BENCH.parents[1])
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -291,8 +325,7 @@ def test_bench_scaling_tiny(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_bench_scaling_tiny_with_autoencoder_and_gather(tmp_path) -> None:
-    results = run_bench(tmp_path, "--ae", "--ae-train-rows", "500", "--ae-epochs", "1", "--ae-hidden", "16",
-                        "--gather")
+    results = run_bench(tmp_path, "--ae", "--ae-train-rows", "500", "--ae-epochs", "1", "--ae-hidden", "16", "--gather")
     check_sizes(results, ("generate", "ae", "gather", "specrage", "exact"))
     for r in results["sizes"].values():
         assert r["ae"]["train_s"] > 0 and r["ae"]["encode_s"] > 0 and r["ae"]["meta"]["view_dims"] == [10, 10]

@@ -15,30 +15,34 @@ from specrage_jax.data import lazy, load_dataset, open_streamed_dataset
 from specrage_jax.data.lazy import MemmapRows, StreamedViews
 from specrage_jax.data.mnist import InfiniteMnistWarp
 from specrage_jax.data.registry import infinitemnist_cache_path, infinitemnist_source
-from specrage_jax.data.stream import (
-    META_FILE,
-    build_views_cache,
-    open_views_memmap,
-    view_file,
-    write_views_memmap,
-)
-from specrage_jax.runs.experiment import (
-    prepare_splits,
-    run_experiment,
-    should_stream,
-    train_and_evaluate,
-    with_n_components,
-)
+from specrage_jax.data.stream import META_FILE, open_views_memmap, view_file, write_views_memmap
+from specrage_jax.data.stream_cache import build_views_cache
+from specrage_jax.runs.experiment import run_experiment, should_stream, train_and_evaluate
+from specrage_jax.runs.prepare import prepare_splits, with_n_components
 from specrage_jax.training.autoencoder import train_autoencoder
-from specrage_jax.training.checkpoint import CheckpointError
+from specrage_jax.training.checkpoint_files import CheckpointError
 from specrage_jax.training.stages import encode_views, train_view_nets
 
 # A small, fast configuration of the whole pipeline: autoencoder, Siamese nets, SpecRaGE.
-SMALL = ["model.view_hidden=32,32", "model.weighting_hidden=16", "train.epochs=2", "train.batch_size=128",
-         "train.progress=false", "graph.n_neighbors=8", "autoencoder.enabled=true", "autoencoder.hidden=32,32",
-         "autoencoder.epochs=2", "autoencoder.batch_size=64", "siamese.enabled=true", "siamese.hidden=32",
-         "siamese.epochs=1", "siamese.pair_block=512", "eval.kmeans_n_init=1", "eval.embed_batch_size=256",
-         "data.preprocess=none"]
+SMALL = [
+    "model.view_hidden=32,32",
+    "model.weighting_hidden=16",
+    "train.epochs=2",
+    "train.batch_size=128",
+    "train.progress=false",
+    "graph.n_neighbors=8",
+    "autoencoder.enabled=true",
+    "autoencoder.hidden=32,32",
+    "autoencoder.epochs=2",
+    "autoencoder.batch_size=64",
+    "siamese.enabled=true",
+    "siamese.hidden=32",
+    "siamese.epochs=1",
+    "siamese.pair_block=512",
+    "eval.kmeans_n_init=1",
+    "eval.embed_batch_size=256",
+    "data.preprocess=none",
+]
 
 
 def small_config(dataset: str, *extra: str):
@@ -55,7 +59,7 @@ def class_views(n: int, seed: int = 0) -> tuple[tuple[np.ndarray, np.ndarray], n
 
 def write_dataset(folder: Path, n: int = 900, chunk: int = 128) -> Path:
     views, labels = class_views(n)
-    chunks = (((views[0][s:s + chunk], views[1][s:s + chunk]), labels[s:s + chunk]) for s in range(0, n, chunk))
+    chunks = (((views[0][s : s + chunk], views[1][s : s + chunk]), labels[s : s + chunk]) for s in range(0, n, chunk))
     write_views_memmap(folder, chunks, n, with_labels=True)
     return folder
 
@@ -100,8 +104,14 @@ def test_memmap_rows_index_like_an_array(tmp_path):
     rows = data.subset(split)[0][0]
     expected = views[0][split]
     assert rows.shape == (7, 12) and len(rows) == 7 and rows.ndim == 2 and rows.dtype == np.float32
-    for key in (np.array([3, 0, 3, 6, 1]), slice(2, 6), slice(None, None, -2), np.array([True, False] * 3 + [True]),
-                np.array([-1, 0]), 4):
+    for key in (
+        np.array([3, 0, 3, 6, 1]),
+        slice(2, 6),
+        slice(None, None, -2),
+        np.array([True, False] * 3 + [True]),
+        np.array([-1, 0]),
+        4,
+    ):
         np.testing.assert_array_equal(rows[key], expected[key])
     with pytest.raises(IndexError, match="out of range"):
         rows[np.array([7])]
@@ -121,6 +131,7 @@ def chunk_factory(n: int, calls: list):
     def make():
         calls.append(1)
         yield (views[0], views[1]), labels
+
     return make
 
 
@@ -208,7 +219,9 @@ def test_infinitemnist_cache_holds_the_in_memory_rows(tmp_path):
 def test_cache_path_depends_on_every_parameter():
     images, labels = np.zeros((4, 784), np.uint8), np.arange(4)
     base = infinitemnist_cache_path("c", infinitemnist_source(10, 0, images, labels, InfiniteMnistWarp()))
-    assert base != infinitemnist_cache_path("c", infinitemnist_source(10, 0, images, labels, InfiniteMnistWarp(noise_std=0.3)))
+    assert base != infinitemnist_cache_path(
+        "c", infinitemnist_source(10, 0, images, labels, InfiniteMnistWarp(noise_std=0.3))
+    )
     assert base != infinitemnist_cache_path("c", infinitemnist_source(10, 0, images + 1, labels, InfiniteMnistWarp()))
 
 
@@ -239,7 +252,9 @@ def test_streamed_embeddings_equal_in_memory_without_autoencoder(tmp_path):
     streamed_data = open_streamed_dataset(name)
     b = train_and_evaluate(streamed_data, config, seed=2)
     assert isinstance(b.pretrained.splits.train[0], MemmapRows)
-    np.testing.assert_array_equal(b.evaluation.y_test, a.evaluation.y_test)  # the same rows in the same order: bitwise equal
+    np.testing.assert_array_equal(
+        b.evaluation.y_test, a.evaluation.y_test
+    )  # the same rows in the same order: bitwise equal
     np.testing.assert_array_equal(b.evaluation.alpha_test, a.evaluation.alpha_test)
     assert_same_run(a.result, b.result)
     streamed_data.close()
@@ -315,15 +330,22 @@ def test_cli_stream_flags(tmp_path, capsys):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["test"]["eval_rows"]["kmeans_test_rows"] == 40 and "stream" in metrics
     record = json.loads((out / "checkpoints" / "run.json").read_text())
-    assert record["stream"] is True and record["data"]["file_crc32"] == json.loads(
-        (folder / META_FILE).read_text())["crc32"]
+    assert (
+        record["stream"] is True
+        and record["data"]["file_crc32"] == json.loads((folder / META_FILE).read_text())["crc32"]
+    )
 
 
 def test_streamed_run_resumes_streamed_only(tmp_path):
     folder = write_dataset(tmp_path / "d")
     name, out = f"memmap:{folder}", tmp_path / "run"
-    config = small_config(name, "autoencoder.enabled=false", "siamese.enabled=false", "checkpoint.every_epochs=1",
-                          "checkpoint.save_model=false")
+    config = small_config(
+        name,
+        "autoencoder.enabled=false",
+        "siamese.enabled=false",
+        "checkpoint.every_epochs=1",
+        "checkpoint.save_model=false",
+    )
     first = run_experiment(name, config, seed=0, out_dir=out, stream=True, figure=False)
     again = run_experiment(name, config, seed=0, out_dir=out, stream=True, figure=False, resume=True)
     assert again["training"]["resumed_from_epoch"] == 2 and again["test"]["kmeans"] == first["test"]["kmeans"]

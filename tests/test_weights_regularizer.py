@@ -58,7 +58,7 @@ def test_gradients_point_towards_uniform():
     1/V; the balance penalty is blind to per-sample moves that keep the batch mean."""
     logits = np.array([[2.0, 0.0], [1.0, 0.0]], np.float32)
     for penalty in (weight_balance_penalty, weight_entropy_penalty):
-        grad = jax.grad(lambda z: penalty(jax.nn.softmax(z, axis=-1)))(jnp.asarray(logits))
+        grad = jax.grad(lambda z, penalty=penalty: penalty(jax.nn.softmax(z, axis=-1)))(jnp.asarray(logits))
         assert np.all(np.asarray(grad)[:, 0] > 0) and np.all(np.asarray(grad)[:, 1] < 0)
     opposite = np.array([[2.0, 0.0], [0.0, 2.0]], np.float32)  # batch mean exactly uniform
     grad = jax.grad(lambda z: weight_balance_penalty(jax.nn.softmax(z, axis=-1)))(jnp.asarray(opposite))

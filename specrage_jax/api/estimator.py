@@ -16,11 +16,10 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.base import (
     BaseEstimator,
@@ -33,47 +32,37 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
+from specrage_jax.api.persistence import _json_value, _rebuild_state, _tree_arrays, load_fitted
 from specrage_jax.api.pipeline import (
-    InferencePipeline,
     embed_views,
-    model_directory,
     model_inputs,
-    pipeline_from_model,
 )
 from specrage_jax.config import (
     ExperimentConfig,
     apply_overrides,
-    config_from_dict,
     config_to_dict,
 )
 from specrage_jax.data.preprocess import (
     apply_view_scalers,
     fit_view_scalers,
     graph_input_views,
-    scaler_from_tree,
     unit_rows,
 )
 from specrage_jax.data.views import is_view_list, multiview_input, split_views
 from specrage_jax.evaluation.health import (
     DegenerateEmbeddingWarning,
-    HealthReport,
     embedding_problems,
 )
 from specrage_jax.nets.embed import embed
-from specrage_jax.nets.state import SpecRaGEState, create_state
-from specrage_jax.training.checkpoint import (
-    CheckpointError,
-    read_model,
-    save_model,
-    tree_to_nested,
-)
+from specrage_jax.training.checkpoint import save_model
+from specrage_jax.training.checkpoint_files import tree_to_nested
 from specrage_jax.training.defaults import (
     DataShape,
     describe_preprocessing,
     resolve_defaults,
 )
 from specrage_jax.training.initial_state import train_model
-from specrage_jax.training.loop import History, validation_loss
+from specrage_jax.training.loop import validation_loss
 from specrage_jax.training.pretrained import (
     PretrainedNets,
     pretrain_nets,
@@ -194,8 +183,9 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         """
         if not (isinstance(self.n_clusters, numbers.Integral) and self.n_clusters >= 1):
             raise ValueError(f"n_clusters must be an integer >= 1, got {self.n_clusters!r}")
-        if self.n_components is not None and not (isinstance(self.n_components, numbers.Integral)
-                                                  and self.n_components >= 1):
+        if self.n_components is not None and not (
+            isinstance(self.n_components, numbers.Integral) and self.n_components >= 1
+        ):
             raise ValueError(f"n_components must be None or an integer >= 1, got {self.n_components!r}")
         if not 0.0 <= self.validation_fraction < 1.0:
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
@@ -205,21 +195,36 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         config = dataclasses.replace(
             base,
             model=dataclasses.replace(
-                base.model, n_components=int(self.n_components or self.n_clusters), temperature=float(self.temperature),
-                view_hidden=base.model.view_hidden if self.view_hidden is None else tuple(int(w) for w in self.view_hidden),
-                weighting_hidden=tuple(int(w) for w in self.weighting_hidden)),
-            graph=dataclasses.replace(base.graph, n_neighbors=_auto_int(self.n_neighbors, "n_neighbors"),
-                                      scale_neighbor=int(self.scale_neighbor), scale_mode=self.scale_mode),
-            train=dataclasses.replace(base.train, epochs=_auto_int(self.max_epochs, "max_epochs"),
-                                      batch_size=_auto_int(self.batch_size, "batch_size"),
-                                      learning_rate=float(self.learning_rate), progress=bool(self.verbose)),
+                base.model,
+                n_components=int(self.n_components or self.n_clusters),
+                temperature=float(self.temperature),
+                view_hidden=base.model.view_hidden
+                if self.view_hidden is None
+                else tuple(int(w) for w in self.view_hidden),
+                weighting_hidden=tuple(int(w) for w in self.weighting_hidden),
+            ),
+            graph=dataclasses.replace(
+                base.graph,
+                n_neighbors=_auto_int(self.n_neighbors, "n_neighbors"),
+                scale_neighbor=int(self.scale_neighbor),
+                scale_mode=self.scale_mode,
+            ),
+            train=dataclasses.replace(
+                base.train,
+                epochs=_auto_int(self.max_epochs, "max_epochs"),
+                batch_size=_auto_int(self.batch_size, "batch_size"),
+                learning_rate=float(self.learning_rate),
+                progress=bool(self.verbose),
+            ),
             siamese=dataclasses.replace(base.siamese, enabled=bool(self.siamese)),
             autoencoder=dataclasses.replace(base.autoencoder, enabled=bool(self.autoencoder)),
             data=dataclasses.replace(base.data, preprocess=self.preprocess),
         )
         config = apply_overrides(config, list(self.config_overrides))
         if config.model.n_components == 0:
-            config = dataclasses.replace(config, model=dataclasses.replace(config.model, n_components=int(self.n_clusters)))
+            config = dataclasses.replace(
+                config, model=dataclasses.replace(config.model, n_components=int(self.n_clusters))
+            )
         return config
 
     def _draw_seed(self) -> int:
@@ -229,7 +234,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
 
     # --- fitting -----------------------------------------------------------------------------
 
-    def fit(self, Xs: Any, y: Any = None) -> "SpecRaGE":
+    def fit(self, Xs: Any, y: Any = None) -> SpecRaGE:
         """Trains on Xs: a list of V arrays (n, d_v), or a 2-D array (n, d) (see ``view_dims``).
 
         ``y`` is ignored (unsupervised). Returns self.
@@ -253,13 +258,23 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             check_finite_view(x, name=f"X: view {v}")
         seed = self._draw_seed()
         train_idx, val_idx = self._split(views[0].shape[0], seed)
-        scalers = fit_view_scalers([x[train_idx] for x in views], config.data.preprocess,
-                                   svd_components=config.data.svd_components, sparse_below=config.data.sparse_below)
+        scalers = fit_view_scalers(
+            [x[train_idx] for x in views],
+            config.data.preprocess,
+            svd_components=config.data.svd_components,
+            sparse_below=config.data.sparse_below,
+        )
         scaled = apply_view_scalers(scalers, views)
         unreduced = graph_input_views(scalers, views)
-        config, resolved = resolve_defaults(config, DataShape(
-            views=_rows(scaled, train_idx), n_clusters=int(self.n_clusters), seed=seed,
-            unreduced_views=_rows(unreduced, train_idx)))
+        config, resolved = resolve_defaults(
+            config,
+            DataShape(
+                views=_rows(scaled, train_idx),
+                n_clusters=int(self.n_clusters),
+                seed=seed,
+                unreduced_views=_rows(unreduced, train_idx),
+            ),
+        )
         resolved.update(describe_preprocessing([s.kind for s in scalers], config.data.preprocess))
         self._check_sizes(views[0].shape[0], len(train_idx), config)
         nets, _ = pretrain_nets(_rows(scaled, train_idx), config, seed=seed)
@@ -267,8 +282,14 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         codes = nets.affinity_codes(inputs)
         if codes is None and config.data.graph_inputs == "unreduced":
             codes = unreduced
-        state, history = train_model(_rows(inputs, train_idx), _rows(inputs, val_idx), config, seed=seed,
-                                     train_codes=_rows(codes, train_idx), val_codes=_rows(codes, val_idx))
+        state, history = train_model(
+            _rows(inputs, train_idx),
+            _rows(inputs, val_idx),
+            config,
+            seed=seed,
+            train_codes=_rows(codes, train_idx),
+            val_codes=_rows(codes, val_idx),
+        )
         raw, _ = embed(state, inputs, batch_size=config.eval.embed_batch_size, rows="raw")
         embedding = unit_rows(raw) if config.model.output_rows == "unit" else raw  # what transform() returns
         centres, inertia = _kmeans_centres(embedding, self.n_clusters, config.eval.kmeans_n_init, seed)
@@ -303,9 +324,15 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
 
     def _check_sizes(self, n: int, n_train: int, config: ExperimentConfig) -> None:
         """Checks the data is large enough for the graph, the orthogonalization and the clusters."""
-        check_training_sizes(n_samples=n, n_train=n_train, batch_size=config.train.batch_size,
-                             n_neighbors=config.graph.n_neighbors, n_components=config.model.n_components,
-                             n_clusters=int(self.n_clusters), extra=f", validation_fraction={self.validation_fraction}")
+        check_training_sizes(
+            n_samples=n,
+            n_train=n_train,
+            batch_size=config.train.batch_size,
+            n_neighbors=config.graph.n_neighbors,
+            n_components=config.model.n_components,
+            n_clusters=int(self.n_clusters),
+            extra=f", validation_fraction={self.validation_fraction}",
+        )
 
     # --- inference ---------------------------------------------------------------------------
 
@@ -317,21 +344,31 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
                 raise ValueError(f"X has {len(views)} views, but SpecRaGE was fitted on {len(self.view_dims_)} views")
             for v, (x, d) in enumerate(zip(views, self.view_dims_)):
                 if x.shape[1] != d:
-                    raise ValueError(f"X: view {v} has {x.shape[1]} features, but SpecRaGE is expecting {d} "
-                                     f"features as input for view {v}")
+                    raise ValueError(
+                        f"X: view {v} has {x.shape[1]} features, but SpecRaGE is expecting {d} "
+                        f"features as input for view {v}"
+                    )
             return views
         (stacked,) = multiview_input(Xs, what="X")
         if stacked.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {stacked.shape[1]} features, but SpecRaGE is expecting {self.n_features_in_} "
-                             f"features as input (views of widths {list(self.view_dims_)})")
+            raise ValueError(
+                f"X has {stacked.shape[1]} features, but SpecRaGE is expecting {self.n_features_in_} "
+                f"features as input (views of widths {list(self.view_dims_)})"
+            )
         return split_views(stacked, self.view_dims_)
 
     def _embed(self, Xs: Any, mask: Any, batch_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(embedding (n, k), view weights (n, V)) through :func:`pipeline.embed_views`, the path a
         CLI run's model and ``specrage embed`` take too."""
         check_is_fitted(self)
-        return embed_views(self.state_, self._input_views(Xs), scalers=self.scalers_, encoders=self.autoencoders_,
-                           mask=mask, batch_size=batch_size or self.config_.eval.embed_batch_size)
+        return embed_views(
+            self.state_,
+            self._input_views(Xs),
+            scalers=self.scalers_,
+            encoders=self.autoencoders_,
+            mask=mask,
+            batch_size=batch_size or self.config_.eval.embed_batch_size,
+        )
 
     def transform(self, Xs: Any, mask: Any = None) -> np.ndarray:
         """The fused embedding (n, n_components), float32; each row depends on its sample only.
@@ -345,8 +382,10 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         loaded from a `specrage train` run: the run's k-means on its test embedding)."""
         check_is_fitted(self)
         if self.cluster_centers_ is None:
-            raise ValueError("this model holds no cluster centres (saved before runs recorded them): cluster "
-                             "transform(X) yourself, e.g. with sklearn.cluster.KMeans")
+            raise ValueError(
+                "this model holds no cluster centres (saved before runs recorded them): cluster "
+                "transform(X) yourself, e.g. with sklearn.cluster.KMeans"
+            )
         return nearest_centre(self.transform(Xs, mask), self.cluster_centers_)
 
     def view_weights(self, Xs: Any, mask: Any = None) -> np.ndarray:
@@ -369,8 +408,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         n = views[0].shape[0]
         l = self.config_.graph.n_neighbors
         if n <= l:
-            raise ValueError(f"score needs more than n_neighbors={l} samples to build the kNN graph, "
-                             f"got n_samples={n}")
+            raise ValueError(f"score needs more than n_neighbors={l} samples to build the kNN graph, got n_samples={n}")
         codes = None
         if self.siamese_nets_ is not None:
             codes = tuple(net.encode(x) for net, x in zip(self.siamese_nets_, views))
@@ -397,11 +435,16 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         if not isinstance(self.random_state, (numbers.Integral, type(None))):
             params["random_state"] = None  # a RandomState is not JSON; seed_ records what was drawn
         metadata = {
-            "estimator": type(self).__name__, "params": params, "config": config_to_dict(self.config_),
+            "estimator": type(self).__name__,
+            "params": params,
+            "config": config_to_dict(self.config_),
             "resolved_defaults": getattr(self, "resolved_defaults_", {}),
-            "view_dims": list(self.view_dims_), "seed": self.seed_, "inertia": self.inertia_,
+            "view_dims": list(self.view_dims_),
+            "seed": self.seed_,
+            "inertia": self.inertia_,
             "health": None if getattr(self, "health_", None) is None else self.health_.as_dict(),
-            "history": self.history_.as_dict(), "pretrained": pretrained_record(self._pretrained()),
+            "history": self.history_.as_dict(),
+            "pretrained": pretrained_record(self._pretrained()),
         }
         extra = {
             "scalers": {f"view_{v}": s.as_tree() for v, s in enumerate(self.scalers_)},
@@ -409,11 +452,17 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         }
         if self._pretrained().stages():
             extra["pretrained"] = pretrained_trees(self._pretrained())
-        return save_model(path, self.state_, metadata=metadata, extra_trees=extra, model_config=self.config_.model,
-                          overwrite=overwrite)
+        return save_model(
+            path,
+            self.state_,
+            metadata=metadata,
+            extra_trees=extra,
+            model_config=self.config_.model,
+            overwrite=overwrite,
+        )
 
     @classmethod
-    def load(cls, path: str | Path) -> "SpecRaGE":
+    def load(cls, path: str | Path) -> SpecRaGE:
         """The fitted estimator in ``path``, ready to transform: a directory :meth:`save` wrote, a
         `specrage train` run's output directory (or its DIR/model), or a bare model
         (``checkpoint.save_model``; its inputs are embedded as given).
@@ -425,60 +474,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
           CheckpointError (a ValueError): naming the directory and the problem (missing,
             damaged, another estimator class).
         """
-        directory = model_directory(path)
-        loaded = read_model(directory)
-        meta = loaded.metadata
-        if "estimator" not in meta:
-            return cls._from_pipeline(pipeline_from_model(loaded, directory))
-        if meta["estimator"] != cls.__name__:
-            raise CheckpointError(f"{path} holds a {meta['estimator']} estimator, not a {cls.__name__}")
-        tuples = ("view_hidden", "weighting_hidden", "view_dims", "config_overrides")
-        params = {k: tuple(v) if k in tuples and v is not None else v for k, v in meta["params"].items()}
-        est = cls(**params)
-        config = config_from_dict(meta["config"])
-        extra = loaded.extra_trees
-        view_dims = tuple(int(d) for d in meta["view_dims"])
-        est.config_, est.seed_, est.view_dims_ = config, int(meta["seed"]), view_dims
-        est.resolved_defaults_ = dict(meta.get("resolved_defaults", {}))
-        est.n_features_in_, est.n_components_ = int(sum(view_dims)), int(config.model.n_components)
-        est.scalers_ = tuple(scaler_from_tree(extra["scalers"][f"view_{v}"], default_kind=config.data.preprocess)
-                             for v in range(len(view_dims)))
-        if "pretrained" not in meta:
-            raise CheckpointError(f"{path} was saved by an earlier specrage_jax (its pre-training nets are stored "
-                                  f"in a layout this version does not read); fit and save it again")
-        nets = restore_pretrained(extra.get("pretrained", {}), meta["pretrained"], config, where=str(path))
-        est.autoencoders_, est.siamese_nets_ = nets.autoencoders, nets.siamese
-        est.state_ = loaded.state
-        est.history_ = History.from_dict(meta["history"])
-        est.n_iter_ = len(est.history_.epochs)
-        est.cluster_centers_ = np.asarray(extra["clusters"]["centres"], np.float32)
-        est.labels_ = np.asarray(extra["clusters"]["labels"], np.int64)
-        est.inertia_ = float(meta["inertia"])
-        est.health_ = None if meta.get("health") is None else HealthReport.from_dict(meta["health"])
-        return est
-
-    @classmethod
-    def _from_pipeline(cls, pipeline: InferencePipeline) -> "SpecRaGE":
-        """An estimator over a run's (or a bare model's) inference pipeline."""
-        meta = pipeline.model.metadata
-        config = pipeline.config
-        centres = pipeline.centres
-        n_clusters = int(centres.shape[0]) if centres is not None else int(config.model.n_components)
-        seed = meta.get("seed")
-        est = cls(n_clusters=n_clusters, random_state=seed)
-        est.config_, est.seed_, est.view_dims_ = config, seed, pipeline.input_dims
-        est.resolved_defaults_ = dict(meta.get("resolved_defaults", {}))
-        est.n_features_in_ = int(sum(pipeline.input_dims))
-        est.n_components_ = int(pipeline.model.state.r_inv.shape[0])
-        est.scalers_, est.autoencoders_, est.siamese_nets_ = pipeline.scalers, pipeline.nets.autoencoders, pipeline.nets.siamese
-        est.state_ = pipeline.model.state
-        est.history_ = History.from_dict(meta["history"]) if "history" in meta else History()
-        est.n_iter_ = len(est.history_.epochs)
-        est.cluster_centers_ = centres
-        est.labels_ = None  # a run's model does not keep its training rows' labels
-        est.inertia_ = None
-        est.health_ = HealthReport.from_dict(meta["health"]) if "health" in meta else None
-        return est
+        return load_fitted(cls, path)
 
     # --- pickling: store plain arrays + configs, rebuild the networks on load -----------------
     # (No flax object is pickled, so a pickle does not depend on nnx internals.)
@@ -488,8 +484,10 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         if "state_" in state:
             state["state_"] = _tree_arrays(state["state_"])
             nets = self._pretrained()
-            trees = {stage: {view: tree_to_nested(params) for view, params in found.items()}
-                     for stage, found in pretrained_trees(nets).items()}
+            trees = {
+                stage: {view: tree_to_nested(params) for view, params in found.items()}
+                for stage, found in pretrained_trees(nets).items()
+            }
             state["autoencoders_"] = state["siamese_nets_"] = None
             state["_pretrained"] = (trees, pretrained_record(nets))
         return state
@@ -512,6 +510,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
 
 def _auto_int(value: Any, name: str) -> int:
     """A parameter that None leaves to the data (the config's 0) or a positive integer."""
@@ -548,33 +547,3 @@ def _kmeans_centres(embedding: np.ndarray, n_clusters: int, n_init: int, seed: i
     with threadpool_limits(limits=1, user_api="openmp"):
         kmeans = KMeans(n_clusters=n_clusters, random_state=seed, n_init=n_init).fit(embedding)
     return kmeans.cluster_centers_.astype(np.float32), float(kmeans.inertia_)
-
-
-def _json_value(value: Any) -> Any:
-    """Tuples to lists and NumPy scalars to Python ones, for the JSON metadata of a checkpoint."""
-    if isinstance(value, (tuple, list)):
-        return [_json_value(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _tree_arrays(tree: Any) -> list[np.ndarray]:
-    """The leaves of a pytree as host NumPy arrays (in jax.tree order)."""
-    return [np.asarray(leaf) for leaf in jax.tree.leaves(tree)]
-
-
-def _with_arrays(template: Any, arrays: Sequence[np.ndarray]) -> Any:
-    """``template``'s pytree structure with ``arrays`` as its leaves."""
-    leaves, treedef = jax.tree.flatten(template)
-    if len(leaves) != len(arrays):
-        raise ValueError(f"stored model has {len(arrays)} arrays, its configuration builds {len(leaves)}")
-    return jax.tree.unflatten(treedef, [jnp.asarray(a) for a in arrays])
-
-
-def _rebuild_state(in_dims: Sequence[int], config: ExperimentConfig, arrays: Sequence[np.ndarray]) -> SpecRaGEState:
-    template = create_state(in_dims, config.model, config.graph, config.ortho, learning_rate=config.train.learning_rate,
-                            seed=0, view_scales=np.ones(len(in_dims), np.float32))
-    return _with_arrays(template, arrays)
-
-

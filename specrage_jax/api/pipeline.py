@@ -7,16 +7,17 @@ same row, bitwise, whichever of them embeds it.
 On disk (``specrage train --out DIR`` writes DIR/model): :func:`checkpoint.save_model` of the
 state, with the scalers' arrays and the pre-training nets (``training.pretrained``, the one
 save/restore path of those nets) as extra trees, and in the metadata what rebuilds them
-(configuration, input widths) plus the run's k-means centres, training history and health. :func:`load_pipeline` reads it back; ``SpecRaGE.load``
-is the public way to open one.
+(configuration, input widths) plus the run's k-means centres, training history and health.
+:func:`load_pipeline` reads it back; ``SpecRaGE.load`` is the public way to open one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,13 +30,8 @@ from specrage_jax.data.preprocess import (
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.nets.state import SpecRaGEState
-from specrage_jax.training.checkpoint import (
-    CheckpointError,
-    LoadedModel,
-    model_config_of,
-    read_model,
-    save_model,
-)
+from specrage_jax.training.checkpoint import LoadedModel, model_config_of, read_model, save_model
+from specrage_jax.training.checkpoint_files import CheckpointError
 from specrage_jax.training.pretrained import PretrainedNets, pretrained_record, pretrained_trees, restore_pretrained
 from specrage_jax.training.stages import encode_views
 from specrage_jax.validation import as_view_arrays, view_presence
@@ -43,8 +39,13 @@ from specrage_jax.validation import as_view_arrays, view_presence
 PIPELINE_FORMAT_VERSION = 2  # 2: pre-training nets via training.pretrained; centres, history, health optional
 
 
-def model_inputs(views: Sequence[np.ndarray], present: np.ndarray, *, scalers: Sequence[ViewScaler],
-                 encoders: Sequence[TrainedNet] | None) -> tuple[np.ndarray, ...]:
+def model_inputs(
+    views: Sequence[np.ndarray],
+    present: np.ndarray,
+    *,
+    scalers: Sequence[ViewScaler],
+    encoders: Sequence[TrainedNet] | None,
+) -> tuple[np.ndarray, ...]:
     """Raw views (n, d_v) -> the network's inputs: missing rows (``present`` (n, V) False) zeroed,
     then the fitted scaling (none when ``scalers`` is empty) and the autoencoder encoders."""
     arrays = tuple(np.where(present[:, v, None], x, np.float32(0)) for v, x in enumerate(views))
@@ -55,9 +56,16 @@ def model_inputs(views: Sequence[np.ndarray], present: np.ndarray, *, scalers: S
     return tuple(arrays)
 
 
-def embed_views(state: SpecRaGEState, views: Sequence[np.ndarray], *, scalers: Sequence[ViewScaler],
-                encoders: Sequence[TrainedNet] | None, mask: Any = None, batch_size: int = 4096,
-                what: str = "X") -> tuple[np.ndarray, np.ndarray]:
+def embed_views(
+    state: SpecRaGEState,
+    views: Sequence[np.ndarray],
+    *,
+    scalers: Sequence[ViewScaler],
+    encoders: Sequence[TrainedNet] | None,
+    mask: Any = None,
+    batch_size: int = 4096,
+    what: str = "X",
+) -> tuple[np.ndarray, np.ndarray]:
     """(Y (n, k), view weights (n, V)) of raw views, each (n, d_v) with the widths the pipeline
     was fitted on. A view whose row is all NaN, or ``mask`` (n, V) False, is missing for that
     sample: left out of its fusion (weight 0).
@@ -94,25 +102,46 @@ class InferencePipeline:
         """The views as float32 arrays (NaN kept) after checking their count and widths."""
         arrays = as_view_arrays(views, what=what, allow_missing=True)
         if len(arrays) != len(self.input_dims):
-            raise ValueError(f"{what}: {len(arrays)} views given, the model was trained on {len(self.input_dims)} "
-                             f"({', '.join(f'{n}: {d} features' for n, d in zip(self.view_names, self.input_dims))})")
+            raise ValueError(
+                f"{what}: {len(arrays)} views given, the model was trained on {len(self.input_dims)} "
+                f"({', '.join(f'{n}: {d} features' for n, d in zip(self.view_names, self.input_dims))})"
+            )
         for v, (array, dim) in enumerate(zip(arrays, self.input_dims)):
             if array.shape[1] != dim:
-                raise ValueError(f"{what}: view {v} ({self.view_names[v]}) has {array.shape[1]} features, "
-                                 f"the model was trained on {dim}")
+                raise ValueError(
+                    f"{what}: view {v} ({self.view_names[v]}) has {array.shape[1]} features, "
+                    f"the model was trained on {dim}"
+                )
         return arrays
 
-    def transform(self, views: Sequence[np.ndarray], *, mask: Any = None,
-                  batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    def transform(
+        self, views: Sequence[np.ndarray], *, mask: Any = None, batch_size: int = 4096
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(Y (n, k), view weights (n, V)) of raw views (:func:`embed_views`)."""
-        return embed_views(self.model.state, self.check_views(views), scalers=self.scalers, encoders=self.encoders,
-                           mask=mask, batch_size=batch_size, what="input")
+        return embed_views(
+            self.model.state,
+            self.check_views(views),
+            scalers=self.scalers,
+            encoders=self.encoders,
+            mask=mask,
+            batch_size=batch_size,
+            what="input",
+        )
 
 
 def save_inference_model(
-    directory: str | Path, state: SpecRaGEState, config: ExperimentConfig, *, scalers: Sequence[ViewScaler],
-    nets: PretrainedNets | None, input_dims: Sequence[int], view_names: Sequence[str],
-    dataset: str, seed: int, centres: np.ndarray | None = None, extra_metadata: dict[str, Any] | None = None,
+    directory: str | Path,
+    state: SpecRaGEState,
+    config: ExperimentConfig,
+    *,
+    scalers: Sequence[ViewScaler],
+    nets: PretrainedNets | None,
+    input_dims: Sequence[int],
+    view_names: Sequence[str],
+    dataset: str,
+    seed: int,
+    centres: np.ndarray | None = None,
+    extra_metadata: dict[str, Any] | None = None,
 ) -> Path:
     """:func:`checkpoint.save_model` of the state with the scalers' offset/scale per view, the
     pre-training ``nets`` (:func:`training.pretrained.pretrained_trees`), the k-means ``centres``
@@ -127,12 +156,15 @@ def save_inference_model(
         extra["clusters"] = {"centres": np.asarray(centres, np.float32)}
     metadata = {
         **(extra_metadata or {}),
-        "pipeline_format_version": PIPELINE_FORMAT_VERSION, "dataset": dataset, "seed": seed,
-        "input_dims": [int(d) for d in input_dims], "view_names": list(view_names),
-        "experiment_config": config_to_dict(config), "pretrained": pretrained_record(nets),
+        "pipeline_format_version": PIPELINE_FORMAT_VERSION,
+        "dataset": dataset,
+        "seed": seed,
+        "input_dims": [int(d) for d in input_dims],
+        "view_names": list(view_names),
+        "experiment_config": config_to_dict(config),
+        "pretrained": pretrained_record(nets),
     }
-    return save_model(directory, state, metadata=metadata, extra_trees=extra, overwrite=True,
-                      model_config=config.model)
+    return save_model(directory, state, metadata=metadata, extra_trees=extra, overwrite=True, model_config=config.model)
 
 
 def model_directory(directory: str | Path) -> Path:
@@ -162,31 +194,49 @@ def pipeline_from_model(model: LoadedModel, path: Path) -> InferencePipeline:
     view_dims = tuple(int(d) for d in model.record["view_dims"])
     if "pipeline_format_version" not in meta:
         base = ExperimentConfig()
-        config = dataclasses.replace(base, model=model_config_of(model.state),
-                                     data=dataclasses.replace(base.data, preprocess="none"))
-        return InferencePipeline(model=model, config=config, scalers=(), nets=PretrainedNets(), input_dims=view_dims,
-                                 view_names=tuple(f"view{v}" for v in range(len(view_dims))))
+        config = dataclasses.replace(
+            base, model=model_config_of(model.state), data=dataclasses.replace(base.data, preprocess="none")
+        )
+        return InferencePipeline(
+            model=model,
+            config=config,
+            scalers=(),
+            nets=PretrainedNets(),
+            input_dims=view_dims,
+            view_names=tuple(f"view{v}" for v in range(len(view_dims))),
+        )
     version = meta["pipeline_format_version"]
     if version > PIPELINE_FORMAT_VERSION:
-        raise CheckpointError(f"{path}: pipeline format {version} is newer than this specrage_jax reads "
-                              f"({PIPELINE_FORMAT_VERSION})")
+        raise CheckpointError(
+            f"{path}: pipeline format {version} is newer than this specrage_jax reads ({PIPELINE_FORMAT_VERSION})"
+        )
     try:
         config = config_from_dict(meta["experiment_config"])
         if version < 2 and config.autoencoder.enabled:
-            raise CheckpointError(f"{path}: pipeline format {version} stores its autoencoders in a layout this "
-                                  f"specrage_jax no longer reads; train the run again")
+            raise CheckpointError(
+                f"{path}: pipeline format {version} stores its autoencoders in a layout this "
+                f"specrage_jax no longer reads; train the run again"
+            )
         input_dims = tuple(int(d) for d in meta["input_dims"])
         saved = model.extra_trees.get("scalers", {})
-        scalers = tuple(scaler_from_tree(saved[f"view_{v}"], default_kind=config.data.preprocess)
-                        for v in range(len(input_dims)))
-        nets = restore_pretrained(model.extra_trees.get("pretrained", {}), meta.get("pretrained", {}), config,
-                                  where=str(path))
+        scalers = tuple(
+            scaler_from_tree(saved[f"view_{v}"], default_kind=config.data.preprocess) for v in range(len(input_dims))
+        )
+        nets = restore_pretrained(
+            model.extra_trees.get("pretrained", {}), meta.get("pretrained", {}), config, where=str(path)
+        )
         clusters = model.extra_trees.get("clusters")
         centres = None if clusters is None else np.asarray(clusters["centres"], np.float32)
     except (KeyError, TypeError, ValueError) as err:
         if isinstance(err, CheckpointError):
             raise
         raise CheckpointError(f"{path}: the pipeline record is incomplete ({type(err).__name__}: {err})") from None
-    return InferencePipeline(model=model, config=config, scalers=scalers, nets=nets, input_dims=input_dims,
-                             view_names=tuple(meta.get("view_names") or (f"view{v}" for v in range(len(input_dims)))),
-                             centres=centres)
+    return InferencePipeline(
+        model=model,
+        config=config,
+        scalers=scalers,
+        nets=nets,
+        input_dims=input_dims,
+        view_names=tuple(meta.get("view_names") or (f"view{v}" for v in range(len(input_dims)))),
+        centres=centres,
+    )

@@ -33,14 +33,12 @@ from specrage_jax.data.registry import (
     parse_dataset_name,
 )
 from specrage_jax.data.splits import SplitIndices, split_indices
-from specrage_jax.data.stream import (
-    MemmapViews,
+from specrage_jax.data.stream import MemmapViews, open_views_memmap, write_views_memmap
+from specrage_jax.data.stream_batches import (
     map_views_in_chunks,
     memmap_batches,
-    open_views_memmap,
     prefetch_to_device,
     random_batch_indices,
-    write_views_memmap,
 )
 from specrage_jax.data.synthetic import make_blobs_views, make_digits_views
 from specrage_jax.data.types import MultiViewData

@@ -12,8 +12,8 @@ arrays are never modified.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -79,9 +79,7 @@ def inject_outliers(
     return Contaminated(views=tuple(out), mask=mask)
 
 
-def inject_noise(
-    views: Sequence[np.ndarray], fraction: float, *, seed: int, sigma: float = 1.2
-) -> Contaminated:
+def inject_noise(views: Sequence[np.ndarray], fraction: float, *, seed: int, sigma: float = 1.2) -> Contaminated:
     """Adds N(0, (sigma * std_j)^2) to every feature j of one randomly chosen view, for
     ``fraction`` of the samples (std over the clean data; a constant feature gets no noise).
 

@@ -15,12 +15,14 @@ by accident.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
-from specrage_jax.data.stream import MemmapViews, files_crc32
+from specrage_jax.data.stream import MemmapViews
+from specrage_jax.data.stream_cache import files_crc32
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,7 +40,7 @@ class MemmapRows:
     index: np.ndarray
 
     @classmethod
-    def all_rows(cls, source: MemmapViews, view: int) -> "MemmapRows":
+    def all_rows(cls, source: MemmapViews, view: int) -> MemmapRows:
         return cls(source, view, np.arange(source.n, dtype=np.int64))
 
     @property
@@ -60,7 +62,7 @@ class MemmapRows:
     def __len__(self) -> int:
         return int(self.index.shape[0])
 
-    def take(self, positions: np.ndarray) -> "MemmapRows":
+    def take(self, positions: np.ndarray) -> MemmapRows:
         """The rows at sorted ``positions`` (m,) of this object, as a new (unread) MemmapRows."""
         positions = np.asarray(positions, dtype=np.int64)
         if positions.size > 1 and np.any(np.diff(positions) < 0):
@@ -78,12 +80,13 @@ class MemmapRows:
                 raise IndexError(f"{self.name}: boolean mask of shape {array.shape} for {n} rows")
             return np.flatnonzero(array)
         if not np.issubdtype(array.dtype, np.integer) or array.ndim > 1:
-            raise IndexError(f"{self.name}: rows are indexed by a slice, an int, a boolean mask or a 1-D int "
-                             f"array, got {array.dtype} of shape {array.shape}")
+            raise IndexError(
+                f"{self.name}: rows are indexed by a slice, an int, a boolean mask or a 1-D int "
+                f"array, got {array.dtype} of shape {array.shape}"
+            )
         array = array.reshape(-1).astype(np.int64)
         if array.size and (array.min() < -n or array.max() >= n):
-            raise IndexError(f"{self.name}: row index out of range for {n} rows "
-                             f"(got {array.min()}..{array.max()})")
+            raise IndexError(f"{self.name}: row index out of range for {n} rows (got {array.min()}..{array.max()})")
         return np.where(array < 0, array + n, array)
 
     def gather(self, file_rows: np.ndarray) -> np.ndarray:
@@ -105,8 +108,10 @@ class MemmapRows:
         return rows[0] if scalar else rows
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise TypeError(f"{self.name} ({len(self)} rows) is streamed from disk and is not read whole into "
-                        f"memory; index the rows you need (x[idx]) or process it in chunks")
+        raise TypeError(
+            f"{self.name} ({len(self)} rows) is streamed from disk and is not read whole into "
+            f"memory; index the rows you need (x[idx]) or process it in chunks"
+        )
 
 
 def is_streamed(views: Sequence[Any]) -> bool:
@@ -133,13 +138,16 @@ class StreamedViews:
     def __post_init__(self) -> None:
         labels = np.asarray(self.labels)
         if labels.shape != (self.source.n,) or not np.issubdtype(labels.dtype, np.integer):
-            raise ValueError(f"dataset {self.name!r} ({self.source.directory}): labels must be ({self.source.n},) "
-                             f"integers, got {labels.dtype} {labels.shape}")
+            raise ValueError(
+                f"dataset {self.name!r} ({self.source.directory}): labels must be ({self.source.n},) "
+                f"integers, got {labels.dtype} {labels.shape}"
+            )
         if labels.size and labels.min() < 0:
             raise ValueError(f"dataset {self.name!r}: labels must be integers 0..K-1, got minimum {labels.min()}")
         if len(self.view_names) != len(self.source.views):
-            raise ValueError(f"dataset {self.name!r}: {len(self.view_names)} view names for "
-                             f"{len(self.source.views)} views")
+            raise ValueError(
+                f"dataset {self.name!r}: {len(self.view_names)} view names for {len(self.source.views)} views"
+            )
         object.__setattr__(self, "labels", labels.astype(np.int64))
 
     @property
@@ -171,8 +179,7 @@ class StreamedViews:
         """Sample count, view dims and the CRC32 of every file (from meta.json when the writer
         recorded them, else read), for the run record that resume checks."""
         crcs = self.source.meta.get("crc32") or files_crc32(self.source)
-        return {"n_samples": self.n_samples, "view_dims": [int(d) for d in self.view_dims],
-                "file_crc32": list(crcs)}
+        return {"n_samples": self.n_samples, "view_dims": [int(d) for d in self.view_dims], "file_crc32": list(crcs)}
 
     def close(self) -> None:
         self.source.close()
@@ -181,8 +188,10 @@ class StreamedViews:
 def streamed_labels(source: MemmapViews, *, what: str) -> np.ndarray:
     """The labels of an opened dataset directory, read into memory; ValueError when it has none."""
     if source.labels is None:
-        raise ValueError(f"{what} ({source.directory}) has no labels.npy; training and evaluation need labels "
-                         f"(write it with write_views_memmap(..., with_labels=True))")
+        raise ValueError(
+            f"{what} ({source.directory}) has no labels.npy; training and evaluation need labels "
+            f"(write it with write_views_memmap(..., with_labels=True))"
+        )
     return np.array(source.labels, dtype=np.int64)
 
 
@@ -190,8 +199,10 @@ def check_streamed_views(views: Sequence[Any], *, what: str) -> tuple[Any, ...]:
     """The views as a tuple after checking they are V row sets (n, d_v) with the same n."""
     rows = {len(v) for v in views}
     if len(rows) != 1:
-        raise ValueError(f"{what}: views disagree on the number of samples "
-                         f"({', '.join(f'view {v}: {x.shape}' for v, x in enumerate(views))})")
+        raise ValueError(
+            f"{what}: views disagree on the number of samples "
+            f"({', '.join(f'view {v}: {x.shape}' for v, x in enumerate(views))})"
+        )
     if rows == {0}:
         raise ValueError(f"{what}: the views have no rows")
     return tuple(views)

@@ -8,9 +8,10 @@ from those values: which key holds the views, which the labels, and how each vie
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.io
@@ -122,7 +123,7 @@ def read_mat_variables(path: Path) -> dict[str, Any]:
 
 
 def describe_variables(variables: Mapping[str, Any]) -> str:
-    """"key: shape dtype" for every variable, for error messages."""
+    """ "key: shape dtype" for every variable, for error messages."""
 
     def describe(value: Any) -> str:
         if isinstance(value, list):
@@ -140,8 +141,10 @@ def is_matrix(value: Any) -> bool:
     """True for a 2-D numeric dense or sparse matrix."""
     if scipy.sparse.issparse(value):
         return True
-    return isinstance(value, np.ndarray) and value.ndim == 2 and (
-        np.issubdtype(value.dtype, np.number) or value.dtype == np.bool_
+    return (
+        isinstance(value, np.ndarray)
+        and value.ndim == 2
+        and (np.issubdtype(value.dtype, np.number) or value.dtype == np.bool_)
     )
 
 
@@ -337,9 +340,7 @@ def load_mat(
     sources = find_view_sources(variables, view_key, file=str(file))
     found_label_key, raw_labels = find_labels(variables, label_key, file=str(file))
     names = find_view_names(variables, len(sources))
-    return assemble_views(
-        sources, raw_labels, found_label_key, names, views, file=str(file), dataset_name=file.stem
-    )
+    return assemble_views(sources, raw_labels, found_label_key, names, views, file=str(file), dataset_name=file.stem)
 
 
 def npz_view_keys(keys: Sequence[str]) -> list[str]:

@@ -8,9 +8,9 @@ MNIST images, generated chunk by chunk from (seed, chunk index) so memory stays 
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 from scipy import ndimage
@@ -174,8 +174,9 @@ class InfiniteMnistWarp:
 
     def __post_init__(self) -> None:
         if self.noise_std < 0 or self.max_shift < 0 or self.max_rotation_deg < 0 or not 0 <= self.max_scale < 1:
-            raise ValueError(f"infinitemnist: need noise_std, max_shift, max_rotation_deg >= 0 and "
-                             f"0 <= max_scale < 1, got {self}")
+            raise ValueError(
+                f"infinitemnist: need noise_std, max_shift, max_rotation_deg >= 0 and 0 <= max_scale < 1, got {self}"
+            )
 
 
 def random_affine_params(
@@ -205,9 +206,7 @@ def warp_images(images: np.ndarray, matrices: np.ndarray, offsets: np.ndarray) -
     """Bilinear (order 1) affine warp of each (H, W) image, zero outside; (B, H, W) -> (B, H, W)."""
     out = np.empty_like(images)
     for b in range(images.shape[0]):
-        ndimage.affine_transform(
-            images[b], matrices[b], offsets[b], order=1, mode="constant", cval=0.0, output=out[b]
-        )
+        ndimage.affine_transform(images[b], matrices[b], offsets[b], order=1, mode="constant", cval=0.0, output=out[b])
     return out
 
 

@@ -9,8 +9,9 @@ view's statistics (:func:`auto_view_kind`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.decomposition import TruncatedSVD
@@ -95,8 +96,11 @@ class ViewScaler:
 
     def as_tree(self) -> dict[str, np.ndarray]:
         """The fitted arrays and flags as a dict of arrays (what checkpoints store)."""
-        tree = {"offset": np.asarray(self.offset), "scale": np.asarray(self.scale),
-                "flags": np.asarray([self.unit_rows, self.unit_rows_first], np.int32)}
+        tree = {
+            "offset": np.asarray(self.offset),
+            "scale": np.asarray(self.scale),
+            "flags": np.asarray([self.unit_rows, self.unit_rows_first], np.int32),
+        }
         if self.components is not None:
             tree["components"] = np.asarray(self.components)
         return tree
@@ -137,8 +141,14 @@ def fit_view_scaler(view: np.ndarray, kind: str, *, svd_components: int = 100, s
             return replace(fit_view_scaler(view, "l2"), kind=kind)
         rows = unit_rows(x)
         svd = TruncatedSVD(svd_rank(*x.shape, svd_components), algorithm="randomized", random_state=0).fit(rows)
-        return ViewScaler(offset=np.zeros(x.shape[1]), scale=np.ones(x.shape[1]), unit_rows=True,
-                          unit_rows_first=True, components=svd.components_.T.astype(np.float64), kind=kind)
+        return ViewScaler(
+            offset=np.zeros(x.shape[1]),
+            scale=np.ones(x.shape[1]),
+            unit_rows=True,
+            unit_rows_first=True,
+            components=svd.components_.T.astype(np.float64),
+            kind=kind,
+        )
     if kind == "standard":
         offset, scale = x.mean(axis=0), x.std(axis=0)
     elif kind == "minmax":
@@ -150,8 +160,9 @@ def fit_view_scaler(view: np.ndarray, kind: str, *, svd_components: int = 100, s
     return ViewScaler(offset=offset, scale=_nonzero_scale(scale, offset), kind=kind)
 
 
-def fit_view_scalers(views: Sequence[np.ndarray], kind: str, *, svd_components: int = 100,
-                     sparse_below: float = 0.1) -> tuple[ViewScaler, ...]:
+def fit_view_scalers(
+    views: Sequence[np.ndarray], kind: str, *, svd_components: int = 100, sparse_below: float = 0.1
+) -> tuple[ViewScaler, ...]:
     """One scaler per view (n, d_v), fitted on the views given (the caller passes the training split).
 
     kind: "standard" (zero mean, unit std), "minmax" (range [0, 1]), "none" (identity), "l2" (rows
@@ -161,8 +172,10 @@ def fit_view_scalers(views: Sequence[np.ndarray], kind: str, *, svd_components: 
     """
     if kind not in SCALER_KINDS:
         raise ValueError(f"unknown scaler kind {kind!r}; choose one of {SCALER_KINDS}")
-    return tuple(fit_view_scaler(view, kind, svd_components=svd_components, sparse_below=sparse_below)
-                 for view in as_view_arrays(views, what="views to fit scalers on"))
+    return tuple(
+        fit_view_scaler(view, kind, svd_components=svd_components, sparse_below=sparse_below)
+        for view in as_view_arrays(views, what="views to fit scalers on")
+    )
 
 
 def graph_input_views(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...] | None:
@@ -190,7 +203,6 @@ def apply_view_scalers(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray
     for v, (scaler, view) in enumerate(zip(scalers, arrays)):
         if view.shape[1] != scaler.in_dim:
             raise ValueError(
-                f"views to scale: view {v} has {view.shape[1]} features, its scaler was fitted on "
-                f"{scaler.in_dim}"
+                f"views to scale: view {v} has {view.shape[1]} features, its scaler was fitted on {scaler.in_dim}"
             )
     return tuple(scaler.transform(view) for scaler, view in zip(scalers, arrays))

@@ -17,9 +17,9 @@ import hashlib
 import json
 import os
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -32,7 +32,8 @@ from specrage_jax.data.mnist import (
     make_infinitemnist,
     make_noisymnist,
 )
-from specrage_jax.data.stream import META_FILE, build_views_cache, open_views_memmap
+from specrage_jax.data.stream import META_FILE, open_views_memmap
+from specrage_jax.data.stream_cache import build_views_cache
 from specrage_jax.data.synthetic import make_blobs_views, make_digits_views
 from specrage_jax.data.types import MultiViewData
 
@@ -140,8 +141,10 @@ def memmap_path(path: str, data_dir: str | None) -> Path:
     if not (folder / META_FILE).is_file() and beside_data is not None and (beside_data / META_FILE).is_file():
         folder = beside_data
     if not (folder / META_FILE).is_file():
-        raise FileNotFoundError(f"memmap:{path}: {folder / META_FILE} not found; memmap:DIR needs a directory "
-                                f"written completely by write_views_memmap")
+        raise FileNotFoundError(
+            f"memmap:{path}: {folder / META_FILE} not found; memmap:DIR needs a directory "
+            f"written completely by write_views_memmap"
+        )
     return folder
 
 
@@ -151,8 +154,9 @@ def load_memmap_dir(path: str, data_dir: str | None) -> MultiViewData:
     with open_views_memmap(folder) as source:
         labels = streamed_labels(source, what=f"memmap:{path}")
         views = tuple(source.rows(slice(None)))
-    return MultiViewData(views=views, labels=labels, name=f"memmap:{path}",
-                         view_names=tuple(f"view{v}" for v in range(len(views))))
+    return MultiViewData(
+        views=views, labels=labels, name=f"memmap:{path}", view_names=tuple(f"view{v}" for v in range(len(views)))
+    )
 
 
 def _builders() -> dict[str, Callable[[DatasetRequest, int, str | None], MultiViewData]]:
@@ -190,7 +194,7 @@ def parse_dataset_name(name: str) -> DatasetRequest:
                 ) from None
         return DatasetRequest(base="file", path=path, views=views)
     if name.startswith("memmap:"):
-        path = name[len("memmap:"):]
+        path = name[len("memmap:") :]
         if not path:
             raise ValueError(f"dataset {name!r}: memmap: needs a directory, e.g. memmap:data/imnist_1m")
         return DatasetRequest(base="memmap", path=path)
@@ -201,8 +205,8 @@ def parse_dataset_name(name: str) -> DatasetRequest:
         return DatasetRequest(base=base, n_samples=int(count))
     if name not in _builders():
         raise ValueError(
-            f"unknown dataset {name!r}; known datasets: {', '.join(dataset_names())}, infinitemnist:N, file:PATH[#0,2], "
-            f"memmap:DIR"
+            f"unknown dataset {name!r}; known datasets: {', '.join(dataset_names())}, infinitemnist:N, "
+            f"file:PATH[#0,2], memmap:DIR"
         )
     return DatasetRequest(base=name)
 
@@ -254,12 +258,20 @@ def arrays_crc32(*arrays: np.ndarray) -> str:
     return f"{crc:08x}"
 
 
-def infinitemnist_source(n_samples: int, seed: int, images: np.ndarray, labels: np.ndarray,
-                         warp: InfiniteMnistWarp) -> dict:
+def infinitemnist_source(
+    n_samples: int, seed: int, images: np.ndarray, labels: np.ndarray, warp: InfiniteMnistWarp
+) -> dict:
     """Everything an InfiniteMNIST cache's content depends on (recorded in its meta.json)."""
-    return {"dataset": "infinitemnist", "cache_format": CACHE_FORMAT_VERSION, "n_samples": int(n_samples),
-            "seed": int(seed), "chunk_size": INFINITEMNIST_CHUNK, "warp": asdict(warp),
-            "mnist_crc32": arrays_crc32(images, labels), "mnist_shape": list(images.shape)}
+    return {
+        "dataset": "infinitemnist",
+        "cache_format": CACHE_FORMAT_VERSION,
+        "n_samples": int(n_samples),
+        "seed": int(seed),
+        "chunk_size": INFINITEMNIST_CHUNK,
+        "warp": asdict(warp),
+        "mnist_crc32": arrays_crc32(images, labels),
+        "mnist_shape": list(images.shape),
+    }
 
 
 def infinitemnist_cache_path(cache_dir: str | Path, source: dict) -> Path:
@@ -271,14 +283,23 @@ def infinitemnist_cache_path(cache_dir: str | Path, source: dict) -> Path:
 def default_cache_dir(data_dir: str | None) -> Path:
     """DATA_DIR/specrage_cache; FileNotFoundError when no data directory is set."""
     if data_dir is None:
-        raise FileNotFoundError(f"streaming InfiniteMNIST needs a cache directory: pass --cache-dir (cache_dir=...) "
-                                f"or a data directory (--data-dir / ${DATA_DIR_ENV}; the cache goes to "
-                                f"DATA_DIR/{CACHE_SUBDIR})")
+        raise FileNotFoundError(
+            f"streaming InfiniteMNIST needs a cache directory: pass --cache-dir (cache_dir=...) "
+            f"or a data directory (--data-dir / ${DATA_DIR_ENV}; the cache goes to "
+            f"DATA_DIR/{CACHE_SUBDIR})"
+        )
     return Path(data_dir) / CACHE_SUBDIR
 
 
-def open_infinitemnist_cache(n_samples: int, seed: int, data_dir: str | None, cache_dir: str | Path | None, *,
-                             warp: InfiniteMnistWarp | None = None, verify_crc: bool = True) -> StreamedViews:
+def open_infinitemnist_cache(
+    n_samples: int,
+    seed: int,
+    data_dir: str | None,
+    cache_dir: str | Path | None,
+    *,
+    warp: InfiniteMnistWarp | None = None,
+    verify_crc: bool = True,
+) -> StreamedViews:
     """InfiniteMNIST (n_samples pairs, the same rows as ``make_infinitemnist``) from its on-disk
     cache, generated chunk by chunk (one 50k-row chunk in memory) when missing or unusable.
     ``warp`` None: the default ``InfiniteMnistWarp()``."""
@@ -287,11 +308,20 @@ def open_infinitemnist_cache(n_samples: int, seed: int, data_dir: str | None, ca
     source = infinitemnist_source(n_samples, seed, images, labels, warp)
     folder = infinitemnist_cache_path(cache_dir if cache_dir is not None else default_cache_dir(data_dir), source)
     opened, _ = build_views_cache(
-        folder, source, lambda: infinitemnist_chunks(images, labels, n_samples=n_samples, chunk_size=INFINITEMNIST_CHUNK,
-                                                     seed=seed, warp=warp),
-        n_samples, verify_crc=verify_crc)
-    return StreamedViews(source=opened, labels=streamed_labels(opened, what=str(folder)), name="infinitemnist",
-                         view_names=INFINITEMNIST_VIEW_NAMES)
+        folder,
+        source,
+        lambda: infinitemnist_chunks(
+            images, labels, n_samples=n_samples, chunk_size=INFINITEMNIST_CHUNK, seed=seed, warp=warp
+        ),
+        n_samples,
+        verify_crc=verify_crc,
+    )
+    return StreamedViews(
+        source=opened,
+        labels=streamed_labels(opened, what=str(folder)),
+        name="infinitemnist",
+        view_names=INFINITEMNIST_VIEW_NAMES,
+    )
 
 
 def open_memmap_dataset(path: str, data_dir: str | None) -> StreamedViews:
@@ -302,12 +332,17 @@ def open_memmap_dataset(path: str, data_dir: str | None) -> StreamedViews:
     except ValueError:
         source.close()
         raise
-    return StreamedViews(source=source, labels=labels, name=f"memmap:{path}",
-                         view_names=tuple(f"view{v}" for v in range(len(source.views))))
+    return StreamedViews(
+        source=source,
+        labels=labels,
+        name=f"memmap:{path}",
+        view_names=tuple(f"view{v}" for v in range(len(source.views))),
+    )
 
 
-def open_streamed_dataset(name: str, *, seed: int = 0, data_dir: str | None = None,
-                          cache_dir: str | Path | None = None) -> StreamedViews:
+def open_streamed_dataset(
+    name: str, *, seed: int = 0, data_dir: str | None = None, cache_dir: str | Path | None = None
+) -> StreamedViews:
     """The dataset ``name`` as memory-mapped files read on demand (infinitemnist[:N], memmap:DIR).
 
     infinitemnist is generated into ``cache_dir`` (default DATA_DIR/specrage_cache) once and reused.
@@ -319,5 +354,7 @@ def open_streamed_dataset(name: str, *, seed: int = 0, data_dir: str | None = No
         return open_infinitemnist_cache(request.n_samples or INFINITEMNIST_DEFAULT_SAMPLES, seed, data_dir, cache_dir)
     if request.base == "memmap":
         return open_memmap_dataset(request.path, data_dir)
-    raise ValueError(f"dataset {name!r} cannot be streamed from disk; streaming is for infinitemnist[:N] and "
-                     f"memmap:DIR (it fits in memory: run it without streaming)")
+    raise ValueError(
+        f"dataset {name!r} cannot be streamed from disk; streaming is for infinitemnist[:N] and "
+        f"memmap:DIR (it fits in memory: run it without streaming)"
+    )

@@ -46,15 +46,11 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import queue
-import shutil
-import threading
-import uuid
-import warnings
 import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -78,7 +74,8 @@ def npy_header(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
 
     buffer = io.BytesIO()
     np.lib.format.write_array_header_1_0(
-        buffer, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": shape})
+        buffer, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": shape}
+    )
     return buffer.getvalue()
 
 
@@ -90,12 +87,15 @@ def check_chunk(views: Sequence[np.ndarray], view_dims: Sequence[int], index: in
     for v, (x, d) in enumerate(zip(views, view_dims)):
         shape = np.shape(x)
         if len(shape) != 2 or shape[1] != d:
-            raise ValueError(f"chunk {index}, view {v}: expected rows of width {d}, i.e. shape (rows, {d}), "
-                             f"got shape {shape}")
+            raise ValueError(
+                f"chunk {index}, view {v}: expected rows of width {d}, i.e. shape (rows, {d}), got shape {shape}"
+            )
         rows.append(shape[0])
     if len(set(rows)) != 1:
-        raise ValueError(f"chunk {index}: the views have different row counts "
-                         + ", ".join(f"view {v}: {r}" for v, r in enumerate(rows)))
+        raise ValueError(
+            f"chunk {index}: the views have different row counts "
+            + ", ".join(f"view {v}: {r}" for v, r in enumerate(rows))
+        )
     return rows[0]
 
 
@@ -108,8 +108,9 @@ def _to_storage(x: np.ndarray, dtype: np.dtype, v: int, index: int) -> tuple[np.
         return np.ascontiguousarray(x), 0.0
     largest = float(np.max(np.abs(x), initial=0.0))
     if largest > float(np.finfo(dtype).max):
-        raise ValueError(f"chunk {index}, view {v}: values beyond the {dtype} range "
-                         f"(max |x| = {largest:g}); store float32")
+        raise ValueError(
+            f"chunk {index}, view {v}: values beyond the {dtype} range (max |x| = {largest:g}); store float32"
+        )
     stored = np.ascontiguousarray(x, dtype=dtype)
     return stored, float(np.max(np.abs(stored.astype(np.float64) - x), initial=0.0))
 
@@ -169,7 +170,9 @@ def write_views_memmap(
             if written + rows > n:
                 raise ValueError(f"chunk {index}: the chunks give more than n={n} rows ({written} + {rows})")
             if not files:
-                paths = [folder / view_file(v) for v in range(len(view_dims))] + ([folder / LABELS_FILE] if with_labels else [])
+                paths = [folder / view_file(v) for v in range(len(view_dims))] + (
+                    [folder / LABELS_FILE] if with_labels else []
+                )
                 files = [open(p, "wb") for p in paths]
                 for f, d in zip(files, view_dims):
                     f.write(npy_header((n, int(d)), storage))
@@ -202,9 +205,16 @@ def write_views_memmap(
         raise
     for f in files:
         f.close()
-    meta = {"format": FORMAT, "version": 1, "n": int(n), "view_dims": [int(d) for d in view_dims],
-            "dtype": dtype, "labels": bool(with_labels), "max_abs_error": errors,
-            "crc32": [f"{c:08x}" for c in crcs]}
+    meta = {
+        "format": FORMAT,
+        "version": 1,
+        "n": int(n),
+        "view_dims": [int(d) for d in view_dims],
+        "dtype": dtype,
+        "labels": bool(with_labels),
+        "max_abs_error": errors,
+        "crc32": [f"{c:08x}" for c in crcs],
+    }
     if source is not None:
         meta["source"] = json.loads(json.dumps(source))
     (folder / META_FILE).write_text(json.dumps(meta, indent=1))
@@ -257,7 +267,7 @@ def pread_rows(fd: int, offset: int, shape: tuple[int, ...], dtype: np.dtype, id
     runs = np.flatnonzero(np.diff(idx) != 1) + 1
     for a, b in zip(np.concatenate([[0], runs]).tolist(), np.concatenate([runs, [idx.size]]).tolist()):
         if b > a:
-            read_exact(fd, buffer[a * row_bytes:b * row_bytes], offset + int(idx[a]) * row_bytes)
+            read_exact(fd, buffer[a * row_bytes : b * row_bytes], offset + int(idx[a]) * row_bytes)
     return out
 
 
@@ -299,8 +309,10 @@ class MemmapViews:
         preadv (not through the mapping): V arrays (len(idx), d_v)."""
         if isinstance(idx, slice):
             idx = np.arange(*idx.indices(self.n))
-        return tuple(pread_rows(fd, offset, v.shape, v.dtype, idx).astype(np.float32, copy=False)
-                     for fd, offset, v in zip(self.fds, self.offsets, self.views))
+        return tuple(
+            pread_rows(fd, offset, v.shape, v.dtype, idx).astype(np.float32, copy=False)
+            for fd, offset, v in zip(self.fds, self.offsets, self.views)
+        )
 
     def release_pages(self) -> None:
         """Unmaps from this process the file pages that reads through ``views`` touched (they stay
@@ -317,7 +329,7 @@ class MemmapViews:
             except OSError:
                 pass
 
-    def __enter__(self) -> "MemmapViews":
+    def __enter__(self) -> MemmapViews:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -334,8 +346,10 @@ def open_views_memmap(directory: str | Path) -> MemmapViews:
     folder = Path(directory)
     meta_path = folder / META_FILE
     if not meta_path.is_file():
-        raise FileNotFoundError(f"{meta_path} not found: {folder} is not a complete dataset written by "
-                                f"write_views_memmap (it writes meta.json last)")
+        raise FileNotFoundError(
+            f"{meta_path} not found: {folder} is not a complete dataset written by "
+            f"write_views_memmap (it writes meta.json last)"
+        )
     meta = json.loads(meta_path.read_text())
     if meta.get("format") != FORMAT:
         raise ValueError(f"{meta_path}: not a {FORMAT} directory (format {meta.get('format')!r})")
@@ -359,246 +373,7 @@ def open_views_memmap(directory: str | Path) -> MemmapViews:
     return MemmapViews(folder, tuple(views), labels, meta, tuple(mappings), tuple(fds), tuple(offsets))
 
 
-def file_crc32(path: Path, offset: int, chunk_bytes: int = 1 << 24) -> str:
-    """CRC32 (8 hex digits) of the bytes of ``path`` from ``offset`` on, read in chunks."""
-    crc = 0
-    with open(path, "rb") as f:
-        f.seek(offset)
-        while block := f.read(chunk_bytes):
-            crc = zlib.crc32(block, crc)
-    return f"{crc:08x}"
-
-
-def data_files(data: MemmapViews) -> list[tuple[Path, int]]:
-    """(path, data offset) of every file of ``data``: the views, then the labels if any."""
-    files = [(data.directory / view_file(v), offset) for v, offset in enumerate(data.offsets)]
-    if data.labels is not None:
-        with open(data.directory / LABELS_FILE, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(f)
-            files.append((data.directory / LABELS_FILE, f.tell()))
-    return files
-
-
-def files_crc32(data: MemmapViews) -> list[str]:
-    """The CRC32 of every file's data bytes (views, then labels), read in 16 MB chunks."""
-    return [file_crc32(path, offset) for path, offset in data_files(data)]
-
-
-def corrupt_cache_reason(data: MemmapViews, source: dict, *, verify_crc: bool) -> str | None:
-    """Why an opened cache may not be reused (other source parameters, no labels, a CRC32 that
-    disagrees with meta.json), or None when it may."""
-    recorded = data.meta.get("source")
-    if recorded != json.loads(json.dumps(source)):
-        return f"it was generated from other parameters ({recorded} instead of {source})"
-    if not data.meta.get("labels"):
-        return "it holds no labels"
-    if verify_crc:
-        expected = data.meta.get("crc32")
-        found = files_crc32(data)
-        if expected != found:
-            return f"its files' CRC32 {found} differ from those in meta.json {expected} (damaged files)"
-    return None
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id runs on this machine (a signal-0 probe)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, under another user
-        return True
-    return True
-
-
-def remove_dead_staging(folder: Path) -> None:
-    """Removes the staging directories ``.NAME.tmp-PID-*`` of ``folder`` whose generating process
-    is gone (a generation killed outright leaves one, as large as the cache)."""
-    for staging in folder.parent.glob(f".{folder.name}.tmp-*"):
-        pid = staging.name[len(f".{folder.name}.tmp-"):].partition("-")[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
-            shutil.rmtree(staging, ignore_errors=True)
-
-
-def build_views_cache(
-    directory: str | Path,
-    source: dict,
-    make_chunks: Callable[[], Iterable[Any]],
-    n: int,
-    *,
-    dtype: str = "float32",
-    verify_crc: bool = True,
-) -> tuple[MemmapViews, bool]:
-    """Opens the labelled dataset cached in ``directory``, generating it first when it is missing
-    or unusable. Returns (the opened data, whether it was generated now).
-
-    A cache is reused only when it is complete (meta.json present, every file of the size its
-    header and meta.json give), records the same ``source`` parameters and, with ``verify_crc``,
-    its files' CRC32 match meta.json (one sequential read of the files). Otherwise it is removed
-    and ``make_chunks()`` (items ((V arrays), labels), adding up to n rows) is written into a
-    fresh sibling directory that is renamed into place only once complete, so a generation that
-    is killed leaves a hidden ``.NAME.tmp-PID-*`` directory, never a cache that is reused (the
-    next generation removes those of processes that are gone).
-    """
-    folder = Path(directory)
-    if folder.exists():
-        reason = None
-        try:
-            data = open_views_memmap(folder)
-        except (FileNotFoundError, ValueError, KeyError, OSError) as err:
-            reason = f"it cannot be opened ({err})"
-        else:
-            reason = corrupt_cache_reason(data, source, verify_crc=verify_crc)
-            if reason is None:
-                return data, False
-            data.close()
-        warnings.warn(f"dataset cache {folder} is not reused: {reason}; generating it again", stacklevel=2)
-        shutil.rmtree(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    remove_dead_staging(folder)
-    staging = folder.with_name(f".{folder.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    try:
-        write_views_memmap(staging, make_chunks(), n, dtype=dtype, with_labels=True, source=source)
-        try:
-            os.rename(staging, folder)
-        except OSError:
-            if not (folder / META_FILE).is_file():  # not another process's finished cache
-                raise
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
-    return open_views_memmap(folder), True
-
-
 # --- batches ------------------------------------------------------------------------------------
 
 
-def random_batch_indices(n: int, batch_size: int, rng: np.random.Generator, *, sort: bool = True) -> Iterator[np.ndarray]:
-    """Endless (batch_size,) int64 index arrays from consecutive random permutations of range(n).
-
-    Every sample appears once per permutation; a batch may straddle two permutations (as
-    ``train.batch_indices``). Sorted within the batch by default (see the module doc). Holds one
-    permutation: 8 bytes per sample.
-    """
-    if not 1 <= batch_size <= n:
-        raise ValueError(f"batch_size must be in 1..n={n}, got {batch_size}")
-    perm, pos = rng.permutation(n), 0
-    while True:
-        take = perm[pos:pos + batch_size]
-        pos += batch_size
-        if take.size < batch_size:
-            perm = rng.permutation(n)
-            pos = batch_size - take.size
-            take = np.concatenate([take, perm[:pos]])
-        yield np.sort(take) if sort else take
-
-
-def memmap_batches(
-    data: MemmapViews,
-    batch_size: int,
-    *,
-    seed: int | np.random.Generator,
-    n_batches: int | None = None,
-    sort: bool = True,
-) -> Iterator[tuple[np.ndarray, ...]]:
-    """Random mini-batches of ``data``: V float32 arrays (batch_size, d_v) per item, gathered
-    with ``MemmapViews.rows`` (O(batch) memory). ``n_batches`` None is endless."""
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    for count, idx in enumerate(random_batch_indices(data.n, batch_size, rng, sort=sort)):
-        if n_batches is not None and count >= n_batches:
-            return
-        yield data.rows(idx)
-
-
-def map_views_in_chunks(
-    fns: Sequence[Callable[[np.ndarray], np.ndarray]],
-    data: MemmapViews,
-    out_dir: str | Path,
-    *,
-    chunk_rows: int = 8192,
-    dtype: str = "float32",
-) -> dict:
-    """Writes fns[v](view v) for every view, chunk by chunk, as a new dataset in ``out_dir``
-    (e.g. an autoencoder encoder per view); labels are copied. Each fn maps float32 rows
-    (r, d_v) -> (r, c_v). Memory: one chunk of inputs and outputs. Returns the new meta."""
-    if len(fns) != len(data.views):
-        raise ValueError(f"map_views_in_chunks: {len(fns)} functions for {len(data.views)} views")
-
-    def chunks() -> Iterator[Any]:
-        for start in range(0, data.n, chunk_rows):
-            rows = slice(start, min(start + chunk_rows, data.n))
-            outputs = tuple(np.asarray(fn(x)) for fn, x in zip(fns, data.rows(rows)))
-            labels = None if data.labels is None else np.array(data.labels[rows])
-            yield outputs if labels is None else (outputs, labels)
-
-    return write_views_memmap(out_dir, chunks(), data.n, dtype=dtype, with_labels=data.labels is not None)
-
-
 # --- to the device ------------------------------------------------------------------------------
-
-
-def prefetch_to_device(
-    iterator: Iterable[T],
-    size: int = 2,
-    sharding: Any = None,
-) -> Iterator[T]:
-    """Yields the items of ``iterator`` (pytrees of arrays) already on the device, in order,
-    with up to ``size`` of them transferred ahead by a background thread, so the host-side
-    gather of the next batches overlaps the device's work on the current one.
-
-    Args:
-      sharding: None (the default device), a ``jax.sharding.Sharding`` applied to every leaf
-        (e.g. ``NamedSharding(mesh, P('data'))``), or a function item -> placed item (e.g.
-        ``lambda b: sharding.shard_batch(b, mesh)``, which also handles multi-process input).
-
-    The source iterator runs in the thread (it must not be shared). An exception there is
-    raised here, at the item where it happened; closing this generator stops the thread.
-    """
-    import jax
-
-    if size < 1:
-        raise ValueError(f"prefetch size must be >= 1, got {size}")
-    if sharding is None:
-        put = jax.device_put
-    elif callable(sharding):
-        put = sharding
-    else:
-        def put(item):
-            return jax.device_put(item, sharding)
-
-    slots: queue.Queue = queue.Queue(maxsize=size)
-    stop = threading.Event()
-    end = object()
-
-    def offer(entry: tuple[Any, Any]) -> bool:
-        while not stop.is_set():
-            try:
-                slots.put(entry, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for item in iterator:
-                if not offer((put(item), None)):
-                    return
-            offer((end, None))
-        except BaseException as error:  # handed to the consumer
-            offer((None, error))
-
-    thread = threading.Thread(target=produce, name="prefetch_to_device", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item, error = slots.get()
-            if error is not None:
-                raise error
-            if item is end:
-                return
-            yield item
-    finally:
-        stop.set()
-        thread.join(timeout=5.0)

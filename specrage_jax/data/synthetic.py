@@ -46,9 +46,7 @@ def make_blobs_views(
     )
     angle = np.random.default_rng(seed).uniform(0.0, 2.0 * np.pi)
     rotated = points @ rotation_matrix_2d(angle).T
-    return MultiViewData(
-        views=(points, rotated), labels=labels, name="blobs", view_names=("original", "rotated")
-    )
+    return MultiViewData(views=(points, rotated), labels=labels, name="blobs", view_names=("original", "rotated"))
 
 
 def same_class_partners(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -85,6 +83,4 @@ def make_digits_views(*, noise_std: float = 0.2, seed: int = 0) -> MultiViewData
     rng = np.random.default_rng(seed)
     partners = same_class_partners(labels, rng)
     noisy = images[partners] + rng.normal(0.0, noise_std, size=images.shape)
-    return MultiViewData(
-        views=(images, noisy), labels=labels, name="digits", view_names=("image", "same_class_noisy")
-    )
+    return MultiViewData(views=(images, noisy), labels=labels, name="digits", view_names=("image", "same_class_noisy"))

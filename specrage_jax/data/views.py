@@ -11,7 +11,8 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -28,8 +29,11 @@ def _is_view_like(item: Any) -> bool:
     ndim = getattr(item, "ndim", None)
     if ndim is not None:
         return ndim >= 2
-    return isinstance(item, (list, tuple)) and len(item) > 0 and (
-        isinstance(item[0], (list, tuple)) or np.ndim(item[0]) >= 1)
+    return (
+        isinstance(item, (list, tuple))
+        and len(item) > 0
+        and (isinstance(item[0], (list, tuple)) or np.ndim(item[0]) >= 1)
+    )
 
 
 def is_view_list(Xs: Any) -> bool:
@@ -88,8 +92,10 @@ def multiview_input(Xs: Any, view_dims: Sequence[int] | None = None, *, what: st
             raise ValueError(f"{what}: views have widths {[a.shape[1] for a in arrays]}, view_dims says {list(dims)}")
     else:
         if getattr(Xs, "ndim", 2) == 3:
-            raise ValueError(f"{what} is a 3-D array of shape {tuple(Xs.shape)}; pass the views as a list of "
-                             f"2-D arrays (e.g. list(X) for a (V, n, d) stack), or one 2-D array with view_dims")
+            raise ValueError(
+                f"{what} is a 3-D array of shape {tuple(Xs.shape)}; pass the views as a list of "
+                f"2-D arrays (e.g. list(X) for a (V, n, d) stack), or one 2-D array with view_dims"
+            )
         stacked = as_view_array(Xs, name=what)
         arrays = (stacked,) if dims is None else split_views(stacked, dims, what=what)
     counts = [a.shape[0] for a in arrays]
@@ -113,7 +119,7 @@ class ViewSplitter(TransformerMixin, BaseEstimator):
     def __init__(self, view_dims: Sequence[int] = (1,)):
         self.view_dims = view_dims
 
-    def fit(self, X: Any, y: Any = None) -> "ViewSplitter":
+    def fit(self, X: Any, y: Any = None) -> ViewSplitter:
         """Checks X (n, sum d_v) against view_dims; sets ``n_features_in_``."""
         dims = check_view_dims_param(self.view_dims)
         array = as_view_array(X, name="X")
@@ -126,8 +132,10 @@ class ViewSplitter(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         array = as_view_array(X, name="X")
         if array.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {array.shape[1]} features, but ViewSplitter is expecting "
-                             f"{self.n_features_in_} features as input")
+            raise ValueError(
+                f"X has {array.shape[1]} features, but ViewSplitter is expecting "
+                f"{self.n_features_in_} features as input"
+            )
         return list(split_views(array, self.view_dims))
 
     def __sklearn_tags__(self):

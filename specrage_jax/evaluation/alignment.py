@@ -14,9 +14,9 @@ after training each R_v^-1 is fitted once on the whole training set and stored f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Sequence
 
 import chex
 import jax
@@ -73,11 +73,19 @@ class AlignmentNet(nnx.Module):
 
     def __init__(self, view_dims: Sequence[int], hidden: Sequence[int], n_components: int, *, rngs: nnx.Rngs):
         self.view_dims = tuple(int(d) for d in view_dims)
-        self.view_nets = nnx.List([
-            MLP(d, tuple(hidden), n_components, hidden_act=activation("leaky_relu"),
-                out_act=activation("none"), rngs=rngs)
-            for d in self.view_dims
-        ])
+        self.view_nets = nnx.List(
+            [
+                MLP(
+                    d,
+                    tuple(hidden),
+                    n_components,
+                    hidden_act=activation("leaky_relu"),
+                    out_act=activation("none"),
+                    rngs=rngs,
+                )
+                for d in self.view_dims
+            ]
+        )
 
     def __call__(self, views: Sequence[jax.Array]) -> tuple[jax.Array, ...]:
         """V arrays (m, d_v) -> V arrays (m, k)."""
@@ -96,10 +104,13 @@ def alignment_loss(
     chex.assert_equal(len(y_tilde), len(views))
     m = y_tilde[0].shape[0]
     ys = [y @ orthonormalizer(y) for y in y_tilde]
-    spectral = sum(2.0 * rayleigh_trace(y, knn_gaussian_affinity(x, n_neighbors, None)) / (m * m)
-                   for y, x in zip(ys, views))
-    align = sum((jnp.mean(jnp.sum((ys[v] - ys[u]) ** 2, axis=1))
-                 for v in range(len(ys)) for u in range(v + 1, len(ys))), jnp.zeros(()))
+    spectral = sum(
+        2.0 * rayleigh_trace(y, knn_gaussian_affinity(x, n_neighbors, None)) / (m * m) for y, x in zip(ys, views)
+    )
+    align = sum(
+        (jnp.mean(jnp.sum((ys[v] - ys[u]) ** 2, axis=1)) for v in range(len(ys)) for u in range(v + 1, len(ys))),
+        jnp.zeros(()),
+    )
     return spectral + alignment_weight * align, {"spectral": spectral, "alignment": align}
 
 
@@ -159,8 +170,10 @@ class AlignmentModel:
 
     def _raw_outputs(self, views: Sequence[np.ndarray]) -> list[np.ndarray]:
         views = _check_views(views, self.view_dims, what="AlignmentModel")
-        return [apply_in_chunks(partial(_view_forward, self.state.graphdef, self.state.params, view=v), x)
-                for v, x in enumerate(views)]
+        return [
+            apply_in_chunks(partial(_view_forward, self.state.graphdef, self.state.params, view=v), x)
+            for v, x in enumerate(views)
+        ]
 
     def view_embeddings(self, views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
         """V arrays (n, d_v) -> V arrays (n, k): Y^(v) = f_v(X^(v)) R_v^-1 with the stored R_v^-1."""
@@ -175,8 +188,9 @@ class AlignmentModel:
         return embedding
 
 
-def train_alignment(views: Sequence[np.ndarray], config: AlignmentConfig, *, seed: int,
-                    progress: bool = False) -> AlignmentModel:
+def train_alignment(
+    views: Sequence[np.ndarray], config: AlignmentConfig, *, seed: int, progress: bool = False
+) -> AlignmentModel:
     """Trains the alignment baseline on V arrays (n, d_v) (rows are samples, aligned across views).
 
     Mini-batches of min(batch_size, n) rows, Adam; afterwards each R_v^-1 is fitted on the whole
@@ -194,11 +208,19 @@ def train_alignment(views: Sequence[np.ndarray], config: AlignmentConfig, *, see
     state = create_net_state(net, config.learning_rate)
     step = partial(_train_step, n_neighbors=int(config.n_neighbors), alignment_weight=float(config.alignment_weight))
     state, losses = run_minibatch_epochs(
-        state, step, n, lambda idx: tuple(x[idx] for x in arrays), batch_size=config.batch_size,
-        epochs=config.epochs, seed=seed, desc="alignment", progress=progress,
+        state,
+        step,
+        n,
+        lambda idx: tuple(x[idx] for x in arrays),
+        batch_size=config.batch_size,
+        epochs=config.epochs,
+        seed=seed,
+        desc="alignment",
+        progress=progress,
     )
-    raw = [apply_in_chunks(partial(_view_forward, state.graphdef, state.params, view=v), x)
-           for v, x in enumerate(arrays)]
+    raw = [
+        apply_in_chunks(partial(_view_forward, state.graphdef, state.params, view=v), x) for v, x in enumerate(arrays)
+    ]
     r_inv = tuple(np.asarray(orthonormalizer(jnp.asarray(y))) for y in raw)
     for v, r in enumerate(r_inv):
         chex.assert_shape(r, (config.n_components, config.n_components))

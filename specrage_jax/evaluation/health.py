@@ -39,16 +39,22 @@ class HealthReport:
     problems: tuple[str, ...]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"orthogonality_error": self.orthogonality_error,
-                "largest_cluster_share": self.largest_cluster_share,
-                "relative_spread": self.relative_spread, "problems": list(self.problems)}
+        return {
+            "orthogonality_error": self.orthogonality_error,
+            "largest_cluster_share": self.largest_cluster_share,
+            "relative_spread": self.relative_spread,
+            "problems": list(self.problems),
+        }
 
     @classmethod
-    def from_dict(cls, record: dict[str, Any]) -> "HealthReport":
+    def from_dict(cls, record: dict[str, Any]) -> HealthReport:
         """The report :meth:`as_dict` wrote."""
-        return cls(orthogonality_error=float(record["orthogonality_error"]),
-                   largest_cluster_share=float(record["largest_cluster_share"]),
-                   relative_spread=float(record["relative_spread"]), problems=tuple(record["problems"]))
+        return cls(
+            orthogonality_error=float(record["orthogonality_error"]),
+            largest_cluster_share=float(record["largest_cluster_share"]),
+            relative_spread=float(record["relative_spread"]),
+            problems=tuple(record["problems"]),
+        )
 
 
 def relative_spread(y: np.ndarray) -> float:
@@ -67,8 +73,9 @@ def largest_cluster_share(cluster_labels: np.ndarray) -> float:
     return float(counts.max() / counts.sum())
 
 
-def embedding_problems(y_raw: np.ndarray, cluster_labels: np.ndarray, n_clusters: int, *,
-                       convention: str = "m_identity") -> HealthReport:
+def embedding_problems(
+    y_raw: np.ndarray, cluster_labels: np.ndarray, n_clusters: int, *, convention: str = "m_identity"
+) -> HealthReport:
     """Measures y_raw (n, k), the embedding as trained (Y = Y~ R^-1, before any row scaling), and
     the k-means labels (n,) found on it, and names each degenerate symptom with what to try."""
     n, k = np.shape(y_raw)
@@ -81,17 +88,21 @@ def embedding_problems(y_raw: np.ndarray, cluster_labels: np.ndarray, n_clusters
             f"the embedding is not orthogonal (max |Y^T Y/m - I| = {ortho:.3g}, healthy runs stay below 0.3): "
             f"its {k} components are more than the data supports, or training diverged or stopped too early; lower "
             f"n_components (model.n_components), raise the batch (train.batch_size), train longer (train.epochs) "
-            f"or lower the learning rate")
+            f"or lower the learning rate"
+        )
     if spread < SPREAD_LIMIT:
         problems.append(
             f"the embedding has collapsed: its {n} rows are nearly identical (spread {spread:.2g} of their norm); "
             f"check that the views carry signal after scaling (data.preprocess), and try a larger "
-            f"graph.n_neighbors or the data-aware defaults (ExperimentConfig.auto)")
+            f"graph.n_neighbors or the data-aware defaults (ExperimentConfig.auto)"
+        )
     if n_clusters >= 2 and share >= LARGEST_CLUSTER_LIMIT:
         problems.append(
             f"the clusters have collapsed: k-means put {100 * share:.1f}% of {n} rows into one of {n_clusters} "
             f"clusters; unless the data really is that unbalanced, the embedding does not separate the groups: "
             f"try the data-aware defaults (leave n_neighbors, batch size and preprocessing to the data), "
-            f"a larger graph.n_neighbors, or fewer clusters")
-    return HealthReport(orthogonality_error=ortho, largest_cluster_share=share, relative_spread=spread,
-                        problems=tuple(problems))
+            f"a larger graph.n_neighbors, or fewer clusters"
+        )
+    return HealthReport(
+        orthogonality_error=ortho, largest_cluster_share=share, relative_spread=spread, problems=tuple(problems)
+    )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -107,9 +108,7 @@ def svm_metrics(
     if np.unique(train_labels).size < 2:
         raise ValueError("train_labels hold a single class; a classifier needs at least two")
     # The scaler sits in the pipeline so it is fitted on the training embedding only.
-    classifier = make_pipeline(
-        StandardScaler(), LinearSVC(dual="auto", max_iter=SVM_MAX_ITER, random_state=seed)
-    )
+    classifier = make_pipeline(StandardScaler(), LinearSVC(dual="auto", max_iter=SVM_MAX_ITER, random_state=seed))
     predicted = classifier.fit(train_embedding, train_labels).predict(test_embedding)
     return {
         "acc": float(accuracy_score(test_labels, predicted)),

@@ -8,8 +8,9 @@ jointly diagonalizes the views' Laplacians). Pass a :class:`SpectralMonitor` as
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,16 +57,18 @@ def density_matched_graph(graph: GraphConfig, n_reference: int, batch_size: int)
     return dataclasses.replace(graph, n_neighbors=l_ref, scale_neighbor=min(scaled(graph.sigma_neighbor), l_ref))
 
 
-def spectral_reference(views: Sequence[np.ndarray], graph: GraphConfig, n_components: int,
-                       codes: Sequence[np.ndarray] | None = None) -> SpectralReference:
+def spectral_reference(
+    views: Sequence[np.ndarray], graph: GraphConfig, n_components: int, codes: Sequence[np.ndarray] | None = None
+) -> SpectralReference:
     """Exact bottom-``n_components`` eigenvectors of L-bar on these samples (dense eigh: keep n
     to a few thousand). ``codes`` are the affinity inputs when they differ from ``views``."""
     views = as_view_arrays(views, what="monitor views")
     codes = views if codes is None else as_view_arrays(codes, what="monitor codes")
     laplacians = np.stack([laplacian_np(w) for w in full_graph_affinities(codes, graph)])
     values, vectors = np.linalg.eigh(laplacians.sum(axis=0))
-    return SpectralReference(views=views, laplacians=laplacians, eigenvalues=values[:n_components],
-                             eigenvectors=vectors[:, :n_components])
+    return SpectralReference(
+        views=views, laplacians=laplacians, eigenvalues=values[:n_components], eigenvectors=vectors[:, :n_components]
+    )
 
 
 @dataclass

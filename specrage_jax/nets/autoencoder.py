@@ -16,8 +16,9 @@ class Autoencoder(nnx.Module):
     def __init__(self, in_dim: int, config: AutoencoderConfig, *, rngs: nnx.Rngs):
         relu, linear = activation("relu"), activation("none")
         self.encoder = MLP(in_dim, config.hidden, config.embedding_dim, hidden_act=relu, out_act=linear, rngs=rngs)
-        self.decoder = MLP(config.embedding_dim, tuple(reversed(config.hidden)), in_dim, hidden_act=relu,
-                           out_act=linear, rngs=rngs)
+        self.decoder = MLP(
+            config.embedding_dim, tuple(reversed(config.hidden)), in_dim, hidden_act=relu, out_act=linear, rngs=rngs
+        )
 
     def __call__(self, x: jax.Array) -> jax.Array:
         return self.decoder(self.encoder(x))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -57,8 +58,8 @@ def embed(
     n = arrays[0].shape[0]
     ys, alphas = [], []
     for start in range(0, n, batch_size):
-        chunk = [a[start:start + batch_size] for a in arrays]
-        chunk_mask = present[start:start + batch_size]
+        chunk = [a[start : start + batch_size] for a in arrays]
+        chunk_mask = present[start : start + batch_size]
         count = chunk[0].shape[0]
         if count < batch_size:
             pad = batch_size - count
@@ -88,8 +89,13 @@ def embed_streamed(
     ys, alphas = [], []
     for start in range(0, n, batch_size):
         chunk = slice(start, min(start + batch_size, n))
-        y, alpha = embed(state, [v[chunk] for v in views], batch_size=batch_size,
-                         mask=None if mask is None else np.asarray(mask)[chunk], rows=rows)
+        y, alpha = embed(
+            state,
+            [v[chunk] for v in views],
+            batch_size=batch_size,
+            mask=None if mask is None else np.asarray(mask)[chunk],
+            rows=rows,
+        )
         ys.append(y)
         alphas.append(alpha)
     return np.concatenate(ys), np.concatenate(alphas)

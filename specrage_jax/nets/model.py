@@ -1,17 +1,17 @@
 """The SpecRaGE network in Flax NNX.
 
-    views --ViewNet_v--> Y^(v) (m, k)            one MLP per view
-    concat(views) --WeightingNet--> alpha (m, V)  softmax(logits / T), rows on the simplex
-    Y~ = sum_v alpha_v * Y^(v)                     the fused output
-    Y  = Y~ R^-1                                   orthogonalization layer; R^-1 is an
-                                                   ``OrthoWeight``: saved with the model, never
-                                                   touched by the optimizer (which updates nnx.Param)
+views --ViewNet_v--> Y^(v) (m, k)            one MLP per view
+concat(views) --WeightingNet--> alpha (m, V)  softmax(logits / T), rows on the simplex
+Y~ = sum_v alpha_v * Y^(v)                     the fused output
+Y  = Y~ R^-1                                   orthogonalization layer; R^-1 is an
+                                               ``OrthoWeight``: saved with the model, never
+                                               touched by the optimizer (which updates nnx.Param)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import chex
 import jax
@@ -93,18 +93,29 @@ class SpecRaGENet(nnx.Module):
         hidden_act = activation(config.hidden_activation, leaky_slope=config.leaky_relu_slope)
         self.view_dims = tuple(int(d) for d in view_dims)
         self.temperature = float(config.temperature)
-        self.view_nets = nnx.List([
-            MLP(d, config.view_hidden, k, hidden_act=hidden_act,
-                out_act=activation(config.output_activation), rngs=rngs)
-            for d in self.view_dims
-        ])
+        self.view_nets = nnx.List(
+            [
+                MLP(
+                    d,
+                    config.view_hidden,
+                    k,
+                    hidden_act=hidden_act,
+                    out_act=activation(config.output_activation),
+                    rngs=rngs,
+                )
+                for d in self.view_dims
+            ]
+        )
         n_views = len(self.view_dims)
         self.fusion = config.fusion
         if config.fusion == "weighting":
             self.weighting_net = MLP(
-                sum(self.view_dims), config.weighting_hidden, n_views,
+                sum(self.view_dims),
+                config.weighting_hidden,
+                n_views,
                 hidden_act=activation(config.weighting_activation, leaky_slope=config.leaky_relu_slope),
-                out_act=activation("none"), rngs=rngs,
+                out_act=activation("none"),
+                rngs=rngs,
             )
         elif config.fusion == "linear":
             self.view_logits = nnx.Param(jnp.zeros((n_views,), jnp.float32))

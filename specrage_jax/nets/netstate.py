@@ -3,9 +3,9 @@ Adam state, and :class:`TrainedNet`, a trained one that encodes rows in fixed-si
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -27,8 +27,9 @@ class NetState:
 
 def create_net_state(module: nnx.Module, learning_rate: float) -> NetState:
     graphdef, params = nnx.split(module, nnx.Param)
-    return NetState(params=params, opt_state=optax.adam(learning_rate).init(params), graphdef=graphdef,
-                    learning_rate=learning_rate)
+    return NetState(
+        params=params, opt_state=optax.adam(learning_rate).init(params), graphdef=graphdef, learning_rate=learning_rate
+    )
 
 
 def adam_update(state: NetState, grads: nnx.State) -> NetState:
@@ -56,8 +57,9 @@ class TrainedNet:
     submodule: str | None = None
 
     def encode(self, x: np.ndarray) -> np.ndarray:
-        return apply_in_chunks(partial(forward_rows, self.state.graphdef, self.state.params,
-                                       submodule=self.submodule), x)
+        return apply_in_chunks(
+            partial(forward_rows, self.state.graphdef, self.state.params, submodule=self.submodule), x
+        )
 
 
 def apply_in_chunks(fn: Callable[[jax.Array], jax.Array], x: np.ndarray, chunk: int = 8192) -> np.ndarray:
@@ -68,7 +70,7 @@ def apply_in_chunks(fn: Callable[[jax.Array], jax.Array], x: np.ndarray, chunk: 
         return np.asarray(fn(jnp.zeros((1, x.shape[1]), jnp.float32)), np.float32)[:0]
     outputs = []
     for start in range(0, n, size):
-        rows = x[start:start + size]
+        rows = x[start : start + size]
         count = rows.shape[0]
         if count < size:
             rows = np.pad(rows, ((0, size - count), (0, 0)))

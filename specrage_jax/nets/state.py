@@ -6,7 +6,7 @@ return; :func:`predict` embeds a batch with the stored R^-1.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import chex
 import jax
@@ -46,7 +46,7 @@ class SpecRaGEState:
     def learning_rate(self) -> float:
         return float(self.opt_state.hyperparams["learning_rate"])
 
-    def with_learning_rate(self, learning_rate: float) -> "SpecRaGEState":
+    def with_learning_rate(self, learning_rate: float) -> SpecRaGEState:
         hyper = dict(self.opt_state.hyperparams, learning_rate=jnp.asarray(learning_rate, jnp.float32))
         return self.replace(opt_state=self.opt_state._replace(hyperparams=hyper))
 
@@ -75,8 +75,10 @@ def create_state(
 ) -> SpecRaGEState:
     """A fresh training state: initialized networks, R^-1 = I, Adam at ``learning_rate``."""
     if graph_config.scale_mode == "global" and view_scales is None:
-        raise ValueError("graph.scale_mode='global' needs view_scales (see train.estimate_view_scales), "
-                         "or use graph.scale_mode='batch'")
+        raise ValueError(
+            "graph.scale_mode='global' needs view_scales (see train.estimate_view_scales), "
+            "or use graph.scale_mode='batch'"
+        )
     if view_scales is not None and not all(float(s) > 0 for s in view_scales):
         raise ValueError(f"view_scales must be positive, got {list(map(float, view_scales))}")
     model = SpecRaGENet(view_dims, model_config, rngs=nnx.Rngs(seed))
@@ -84,8 +86,14 @@ def create_state(
     scales = jnp.ones((len(view_dims),), jnp.float32) if view_scales is None else jnp.asarray(view_scales, jnp.float32)
     chex.assert_shape(scales, (len(view_dims),))
     state = SpecRaGEState(
-        step=jnp.zeros((), jnp.int32), params=params, ortho=ortho, opt_state=adam_optimizer().init(params),
-        view_scales=scales, graphdef=graphdef, graph=graph_config, ortho_config=ortho_config,
+        step=jnp.zeros((), jnp.int32),
+        params=params,
+        ortho=ortho,
+        opt_state=adam_optimizer().init(params),
+        view_scales=scales,
+        graphdef=graphdef,
+        graph=graph_config,
+        ortho_config=ortho_config,
     )
     return state.with_learning_rate(learning_rate)
 

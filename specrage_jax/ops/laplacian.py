@@ -99,8 +99,13 @@ def pairwise_spectral_loss(y: jax.Array, affinities: jax.Array, view_weights: ja
 
 
 def edge_laplacian_loss(
-    y: jax.Array, senders: jax.Array, receivers: jax.Array, edge_weights: jax.Array,
-    view_weights: jax.Array | None = None, *, mass_normalized: bool = False,
+    y: jax.Array,
+    senders: jax.Array,
+    receivers: jax.Array,
+    edge_weights: jax.Array,
+    view_weights: jax.Array | None = None,
+    *,
+    mass_normalized: bool = False,
 ) -> jax.Array:
     """:func:`weighted_laplacian_loss` of graphs given as edge lists (the same value, in O(E k)).
 

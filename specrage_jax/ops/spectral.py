@@ -3,7 +3,7 @@ summed kNN Gaussian Laplacian of a whole sample set, with the same graph setting
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -19,9 +19,15 @@ def full_graph_affinities(codes: Sequence[np.ndarray], graph: GraphConfig) -> np
     """W^(v) of the whole set (no batching), sigma from the set itself: -> (V, n, n) float64."""
     affinities = []
     for x in codes:
-        w = knn_gaussian_affinity(jnp.asarray(x, jnp.float32), graph.n_neighbors, None,
-                                  scale_neighbor=graph.sigma_neighbor, bandwidth_factor=graph.bandwidth_factor,
-                                  include_self=graph.include_self, symmetrize_how=graph.symmetrize)
+        w = knn_gaussian_affinity(
+            jnp.asarray(x, jnp.float32),
+            graph.n_neighbors,
+            None,
+            scale_neighbor=graph.sigma_neighbor,
+            bandwidth_factor=graph.bandwidth_factor,
+            include_self=graph.include_self,
+            symmetrize_how=graph.symmetrize,
+        )
         affinities.append(np.asarray(w, np.float64))
     return np.stack(affinities)
 
@@ -29,7 +35,9 @@ def full_graph_affinities(codes: Sequence[np.ndarray], graph: GraphConfig) -> np
 DENSE_EIGH_MAX_ROWS = 4000  # above this, a sparse kNN graph and ARPACK instead of dense (n, n) matrices
 
 
-def mean_laplacian_eigenvectors(codes: Sequence[np.ndarray], n_components: int, graph: GraphConfig) -> tuple[np.ndarray, np.ndarray]:
+def mean_laplacian_eigenvectors(
+    codes: Sequence[np.ndarray], n_components: int, graph: GraphConfig
+) -> tuple[np.ndarray, np.ndarray]:
     """(eigenvalues (k,), eigenvectors (n, k)) of L-bar = sum_v L^(v), smallest first.
 
     The sum and the mean of the Laplacians share eigenvectors; this is Eq. 3's exact minimizer
@@ -37,8 +45,9 @@ def mean_laplacian_eigenvectors(codes: Sequence[np.ndarray], n_components: int, 
     same graph as a sparse matrix and ARPACK in shift-invert mode (memory O(n l)).
     """
     if len(codes[0]) > DENSE_EIGH_MAX_ROWS:
-        return sparse_bottom_eigenvectors(sum(sparse_laplacian(sparse_knn_affinity(x, graph)) for x in codes),
-                                          n_components)
+        return sparse_bottom_eigenvectors(
+            sum(sparse_laplacian(sparse_knn_affinity(x, graph)) for x in codes), n_components
+        )
     l_bar = sum(laplacian_np(w) for w in full_graph_affinities(codes, graph))
     values, vectors = np.linalg.eigh(l_bar)
     return values[:n_components], vectors[:, :n_components]
@@ -50,16 +59,29 @@ def sparse_knn_affinity(x: np.ndarray, graph: GraphConfig) -> sp.csr_matrix:
     A directed graph ('none') is returned as is; `sparse_laplacian` uses its symmetric part."""
     n, l = len(x), graph.n_neighbors
     others = l - 1 if graph.include_self else l
-    dist, idx = NearestNeighbors(n_neighbors=others, algorithm="brute").fit(x).kneighbors()  # excludes each point itself
+    dist, idx = (
+        NearestNeighbors(n_neighbors=others, algorithm="brute").fit(x).kneighbors()
+    )  # excludes each point itself
     if graph.include_self:
         dist = np.concatenate([np.zeros((n, 1)), dist], axis=1)
         idx = np.concatenate([np.arange(n)[:, None], idx], axis=1)
-    return sparse_gaussian_graph(np.square(dist), idx, sigma_neighbor=graph.sigma_neighbor,
-                                 bandwidth_factor=graph.bandwidth_factor, symmetrize=graph.symmetrize)
+    return sparse_gaussian_graph(
+        np.square(dist),
+        idx,
+        sigma_neighbor=graph.sigma_neighbor,
+        bandwidth_factor=graph.bandwidth_factor,
+        symmetrize=graph.symmetrize,
+    )
 
 
-def sparse_gaussian_graph(sq_dists: np.ndarray, index: np.ndarray, *, sigma_neighbor: int,
-                          bandwidth_factor: float = 2.0, symmetrize: str = "mean") -> sp.csr_matrix:
+def sparse_gaussian_graph(
+    sq_dists: np.ndarray,
+    index: np.ndarray,
+    *,
+    sigma_neighbor: int,
+    bandwidth_factor: float = 2.0,
+    symmetrize: str = "mean",
+) -> sp.csr_matrix:
     """The kNN Gaussian graph from each row's neighbours: sq_dists, index (n, l), nearest first.
 
     sigma = median over rows of the distance to the ``sigma_neighbor``-th neighbour (zero distances

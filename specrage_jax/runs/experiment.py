@@ -18,222 +18,34 @@ checkpoint and ends with the metrics the uninterrupted run writes.
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import platform
-import shutil
 import time
 import warnings
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
-import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from specrage_jax.training.checkpoint import (
-    CheckpointError, TrainingCheckpointer, library_version,
-)
-from specrage_jax.config import ExperimentConfig, apply_overrides, config_from_dict, config_to_dict, preset
-from specrage_jax.data import MultiViewData, ViewScaler, apply_view_scalers, fit_view_scalers, load_dataset, split_indices
-from specrage_jax.data.preprocess import graph_input_views, unit_rows
-from specrage_jax.training.defaults import FULL_BATCH_MAX, DataShape, describe_preprocessing, resolve_defaults
+from specrage_jax.training.checkpoint_files import CheckpointError, library_version
+from specrage_jax.training.checkpoint import TrainingCheckpointer
+from specrage_jax.config import ExperimentConfig, config_to_dict
+from specrage_jax.data import MultiViewData, load_dataset
+from specrage_jax.data.preprocess import unit_rows
 from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
 from specrage_jax.nets.embed import embed
 from specrage_jax.evaluation.metrics import cluster_scores, kmeans_clusters, svm_metrics
 from specrage_jax.evaluation.health import HealthReport, embedding_problems
 from specrage_jax.api.pipeline import save_inference_model
-from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.runs.run_plan import Stage, stage_plan
 from specrage_jax.training.initial_state import train_model
-from specrage_jax.training.pretrained import PretrainedNets, load_pretrained_nets, pretrain_nets, save_pretrained_nets
-from specrage_jax.training.stages import encode_views
+from specrage_jax.training.pretrained import load_pretrained_nets, save_pretrained_nets
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.training.loop import History
-from specrage_jax.data.lazy import is_streamed
 from specrage_jax.validation import check_training_sizes
-
-
-@dataclass(frozen=True)
-class PreparedSplits:
-    """Preprocessed views (scalers fitted on the training split only) and labels per split."""
-
-    train: tuple[np.ndarray, ...]
-    val: tuple[np.ndarray, ...]
-    test: tuple[np.ndarray, ...]
-    train_labels: np.ndarray
-    val_labels: np.ndarray
-    test_labels: np.ndarray
-    scalers: tuple[ViewScaler, ...] = ()
-    unreduced: tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None = None  # graph inputs (train, val)
-
-
-def prepare_splits(data: MultiViewData, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
-    """The paper's stratified 80/20 then 90/10 split, and per-view scaling fitted on train.
-
-    A dataset streamed from disk (``data.lazy.StreamedViews``) is split by
-    :func:`prepare_streamed_splits`: the same split, as row sets over its files."""
-    if isinstance(data, StreamedViews):
-        return prepare_streamed_splits(data, config, seed=seed)
-    idx = split_indices(data.labels, seed=seed, test_fraction=config.data.test_fraction,
-                        val_fraction=config.data.val_fraction)
-    train, test = data.subset(idx.train), data.subset(idx.test)
-    if idx.val.size:  # data.val_fraction=0 leaves no validation rows: the training loss drives the schedule
-        val = data.subset(idx.val)
-        val_views, val_labels = val.views, val.labels
-    else:
-        val_views, val_labels = tuple(np.zeros((0, d), np.float32) for d in data.view_dims), data.labels[:0]
-    scalers = fit_view_scalers(train.views, config.data.preprocess, svd_components=config.data.svd_components,
-                               sparse_below=config.data.sparse_below)
-    unreduced_train = graph_input_views(scalers, train.views)
-    return PreparedSplits(
-        train=apply_view_scalers(scalers, train.views), val=apply_view_scalers(scalers, val_views),
-        test=apply_view_scalers(scalers, test.views),
-        train_labels=train.labels, val_labels=val_labels, test_labels=test.labels, scalers=scalers,
-        unreduced=None if unreduced_train is None else (unreduced_train, graph_input_views(scalers, val_views)),
-    )
-
-
-def resolve_run_defaults(config: ExperimentConfig, splits: PreparedSplits, n_clusters: int, *,
-                         seed: int) -> tuple[ExperimentConfig, dict[str, Any]]:
-    """:func:`defaults.resolve_defaults` on a run's training split (views streamed from disk are
-    sampled: at most FULL_BATCH_MAX rows); the record names each chosen value and why."""
-    described = describe_preprocessing([s.kind for s in splits.scalers], config.data.preprocess)
-    if not config.unresolved_fields():
-        return config, described
-    n_train = len(splits.train_labels)
-    sample = unreduced = None
-    if config.graph.n_neighbors == 0:  # the only rule that looks at the rows themselves
-        rows = evaluation_rows(n_train, FULL_BATCH_MAX, seed=seed, stream=2)
-        if rows is None and is_streamed(splits.train):
-            rows = np.arange(n_train)
-        sample = tuple(np.asarray(v if rows is None else v[rows]) for v in splits.train)  # x[idx] reads streamed rows
-        unreduced = None if splits.unreduced is None else tuple(select_rows(splits.unreduced[0], rows))
-    resolved, chosen = resolve_defaults(config, DataShape(views=sample, n_clusters=n_clusters, seed=seed,
-                                                          unreduced_views=unreduced, n_train=n_train))
-    chosen.update(described)
-    return resolved, chosen
-
-
-def prepare_streamed_splits(data: StreamedViews, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
-    """:func:`prepare_splits` of a dataset streamed from disk: the same split indices, each split's
-    views ``MemmapRows`` over the files (no rows are read), identity scalers.
-
-    Raises:
-      ValueError: for ``data.preprocess`` other than 'none': a fitted scaler would need its own
-        passes over the training rows, and streamed runs take raw values (the infinitemnist
-        preset's setting).
-    """
-    if config.data.preprocess not in ("none", "auto"):
-        raise ValueError(f"dataset {data.name!r} is streamed from disk ({data.source.directory}): "
-                         f"data.preprocess={config.data.preprocess!r} is not supported for streamed data (a scaler "
-                         f"fitted on the training split would need extra passes over the files); use "
-                         f"--set data.preprocess=none, or run it in memory (--stream off)")
-    idx = split_indices(data.labels, seed=seed, test_fraction=config.data.test_fraction,
-                        val_fraction=config.data.val_fraction)
-    (train, train_labels), (val, val_labels), (test, test_labels) = (
-        data.subset(idx.train), data.subset(idx.val), data.subset(idx.test))
-    scalers = tuple(ViewScaler(offset=np.zeros(d), scale=np.ones(d), kind="none") for d in data.view_dims)
-    return PreparedSplits(train=train, val=val, test=test, train_labels=train_labels, val_labels=val_labels,
-                          test_labels=test_labels, scalers=scalers)
-
-
-@dataclass(frozen=True)
-class SplitCodes:
-    """Affinity inputs per split (Siamese codes), V arrays (n_split, c_v) each."""
-
-    train: tuple[np.ndarray, ...]
-    val: tuple[np.ndarray, ...]
-    test: tuple[np.ndarray, ...]
-
-
-@dataclass(frozen=True)
-class PretrainResult:
-    """Splits after the autoencoders, Siamese codes (None when disabled), the nets, timings (s)."""
-
-    splits: PreparedSplits
-    codes: SplitCodes | None
-    nets: PretrainedNets
-    timings: dict[str, float]
-
-
-def encode_splits(nets: Sequence[TrainedNet], splits: PreparedSplits) -> SplitCodes:
-    """Every split through the per-view nets."""
-    return SplitCodes(train=encode_views(nets, splits.train), val=encode_views(nets, splits.val),
-                      test=encode_views(nets, splits.test))
-
-
-def run_pretraining(splits: PreparedSplits, config: ExperimentConfig, *, seed: int,
-                    restored: PretrainedNets | None = None) -> PretrainResult:
-    """The optional pre-training stages (:func:`training.pretrained.pretrain_nets`: autoencoders,
-    then Siamese nets on the autoencoded views) and every split through them. A stage whose nets
-    are in ``restored`` (a resumed run) is not retrained."""
-    nets, timings = pretrain_nets(splits.train, config, seed=seed, restored=restored)
-    if nets.autoencoders is not None:
-        start = time.perf_counter()
-        embedded = encode_splits(nets.autoencoders, splits)
-        splits = dataclasses.replace(splits, train=embedded.train, val=embedded.val, test=embedded.test)
-        timings["autoencoder_seconds"] += time.perf_counter() - start
-    codes = None
-    if nets.siamese is not None:
-        start = time.perf_counter()
-        codes = encode_splits(nets.siamese, splits)
-        timings["siamese_seconds"] += time.perf_counter() - start
-    return PretrainResult(splits=splits, codes=codes, nets=nets, timings=timings)
-
-
-def pretrain(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> tuple[PreparedSplits, SplitCodes | None, dict[str, float]]:
-    """The optional pre-training stages (see :func:`run_pretraining`): the (possibly autoencoded)
-    splits, the Siamese codes (None when disabled) and timings."""
-    result = run_pretraining(splits, config, seed=seed)
-    return result.splits, result.codes, result.timings
-
-
-def with_n_components(config: ExperimentConfig, n_classes: int) -> ExperimentConfig:
-    """Fills model.n_components = number of classes when it is 0 (the paper's choice of k)."""
-    if config.model.n_components:
-        return config
-    return dataclasses.replace(config, model=dataclasses.replace(config.model, n_components=n_classes))
-
-
-@dataclass(frozen=True)
-class PreparedRun:
-    """What an experiment script starts from: the dataset, the configuration, the splits (scaled),
-    the pre-trained codes (None without Siamese nets) and the pre-training stage times."""
-
-    data: MultiViewData
-    config: ExperimentConfig
-    splits: PreparedSplits
-    codes: SplitCodes | None
-    stages: dict[str, float]
-
-
-def preset_config(dataset: str, n_classes: int, overrides: Sequence[str] = ()) -> ExperimentConfig:
-    """The dataset's preset with "section.field=value" overrides, no progress bar, k = n_classes if unset."""
-    return with_n_components(apply_overrides(preset(dataset), ["train.progress=false", *overrides]), n_classes)
-
-
-def prepare_run(dataset: str, *, seed: int, data_dir: str | None = None, overrides: Sequence[str] = (),
-                data: MultiViewData | None = None) -> PreparedRun:
-    """Loads `dataset` (unless `data` is given), applies its preset + overrides, splits, pre-trains."""
-    data = load_dataset(dataset, seed=seed, data_dir=data_dir) if data is None else data
-    config = preset_config(dataset, data.n_classes, overrides)
-    splits = prepare_splits(data, config, seed=seed)
-    config, _ = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
-    pretrained, codes, stages = pretrain(splits, config, seed=seed)
-    return PreparedRun(data=data, config=config, splits=pretrained, codes=unreduced_codes(config, splits, codes),
-                       stages=stages)
-
-
-def unreduced_codes(config: ExperimentConfig, splits: PreparedSplits, codes: SplitCodes | None) -> SplitCodes | None:
-    """The affinity inputs of a run: the Siamese codes when there are any, else with
-    ``data.graph_inputs=unreduced`` the views' rows before their SVD projection, else None."""
-    if codes is None and config.data.graph_inputs == "unreduced" and splits.unreduced is not None:
-        return SplitCodes(*splits.unreduced, test=())
-    return codes
+from specrage_jax.runs.prepare import EVAL_SUBSAMPLE_STREAM, PreparedSplits, PretrainResult, SplitCodes, evaluation_rows, prepare_splits, resolve_run_defaults, run_pretraining, select_rows, unreduced_codes, with_n_components
+from specrage_jax.runs.records import RUN_FORMAT_VERSION, check_resume, set_run_status, start_run, data_fingerprint, environment_info, read_run_record, write_json_atomic
 
 
 def train_on_splits(
@@ -304,132 +116,10 @@ def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: Experim
     return Evaluation(metrics=metrics, y_test=y_test, alpha_test=alpha_test, centres=centres, health=health)
 
 
-EVAL_SUBSAMPLE_STREAM = 7  # np.random.default_rng([seed, 7, 0 (SVM train) | 1 (k-means test)])
-
-
-def evaluation_rows(n: int, max_rows: int | None, *, seed: int, stream: int) -> np.ndarray | None:
-    """Sorted (max_rows,) seeded random rows of n when n > max_rows, else None (every row)."""
-    if max_rows is None or n <= max_rows:
-        return None
-    if max_rows < 1:
-        raise ValueError(f"max_rows must be >= 1 (or None for every row), got {max_rows}")
-    rng = np.random.default_rng([seed, EVAL_SUBSAMPLE_STREAM, stream])
-    return np.sort(rng.choice(n, size=max_rows, replace=False))
-
-
-def select_rows(views: Sequence[Any], rows: np.ndarray | None) -> tuple[Any, ...]:
-    """The views at sorted ``rows`` (None: the views as they are); streamed views stay unread."""
-    if rows is None:
-        return tuple(views)
-    return tuple(v.take(rows) if is_streamed([v]) else v[rows] for v in views)
-
-
-def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    """Writes JSON through a temporary file and a rename, so a crash never leaves a torn file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2))
-    os.replace(tmp, path)
-
-
-def environment_info() -> dict[str, str]:
-    return {"python": platform.python_version(), "jax": jax.__version__, "backend": jax.default_backend(),
-            "devices": str(jax.devices()), "machine": platform.machine()}
-
-
 # --- pre-trained nets on disk -----------------------------------------------------------------
 
 
 # --- runs: the record that resume checks --------------------------------------------------------
-
-RUN_RECORD = "run.json"
-RUN_FORMAT_VERSION = 1
-
-
-def data_fingerprint(data: MultiViewData) -> dict[str, Any]:
-    """Sample count, view dims and a CRC32 of every view and the labels (resume refuses other data).
-    A streamed dataset gives the CRC32 of each of its files instead (``StreamedViews.fingerprint``)."""
-    if isinstance(data, StreamedViews):
-        return data.fingerprint()
-    crc = 0
-    for array in (*data.views, data.labels):
-        crc = zlib.crc32(np.ascontiguousarray(array).tobytes(), crc)
-    return {"n_samples": int(data.labels.shape[0]), "view_dims": [int(d) for d in data.view_dims],
-            "crc32": f"{crc:08x}"}
-
-
-def comparable_config(config: ExperimentConfig) -> dict[str, Any]:
-    """The configuration without what does not change results (checkpointing, progress bars)."""
-    values = json.loads(json.dumps(config_to_dict(config)))
-    values.pop("checkpoint", None)
-    values["train"].pop("progress", None)
-    return values
-
-
-def config_differences(recorded: ExperimentConfig, requested: ExperimentConfig) -> list[str]:
-    """["section.field: recorded -> requested", ...] over the fields that change results."""
-    a, b = comparable_config(recorded), comparable_config(requested)
-    return [f"{section}.{name}: {a[section].get(name)!r} -> {b.get(section, {}).get(name)!r}"
-            for section in a for name in a[section] if a[section].get(name) != b.get(section, {}).get(name)]
-
-
-def read_run_record(out_dir: str | Path) -> dict[str, Any]:
-    """OUT/checkpoints/run.json of an earlier run.
-
-    Raises:
-      CheckpointError: when there is none or it cannot be read.
-    """
-    path = Path(out_dir) / "checkpoints" / RUN_RECORD
-    if not path.is_file():
-        raise CheckpointError(f"nothing to resume in {out_dir}: no {path} (was it trained with checkpoints on, "
-                              f"--checkpoint-every > 0?)")
-    try:
-        record = json.loads(path.read_text())
-        config_from_dict(record["config"])
-    except (ValueError, KeyError, TypeError) as err:
-        raise CheckpointError(f"{path} is damaged: {err}") from None
-    if record.get("kind") != "run" or record.get("format_version", 0) > RUN_FORMAT_VERSION:
-        raise CheckpointError(f"{path} is not a run record this specrage_jax ({library_version()}) reads")
-    return record
-
-
-def _check_resume(record: dict[str, Any], dataset: str, seed: int, config: ExperimentConfig,
-                  fingerprint: dict[str, Any], where: Path) -> None:
-    problems = []
-    if record["dataset"] != dataset:
-        problems.append(f"dataset {record['dataset']!r} -> {dataset!r}")
-    if record["seed"] != seed:
-        problems.append(f"seed {record['seed']} -> {seed}")
-    problems += config_differences(config_from_dict(record["config"]), config)
-    if record.get("data") != fingerprint:
-        problems.append(f"data {record.get('data')} -> {fingerprint}")
-    if problems:
-        raise CheckpointError(f"cannot resume {where}: the run was recorded with other settings "
-                              f"({'; '.join(problems)}); resume with the recorded ones or start a new run in "
-                              f"another directory")
-
-
-def _start_run(ckpt_dir: Path, record: dict[str, Any], *, resume: bool) -> None:
-    """Checks and writes OUT/checkpoints/run.json. A fresh run refuses to overwrite the checkpoints of
-    a run that was interrupted (status 'running'); those of a finished or failed run are replaced."""
-    run_file = ckpt_dir / RUN_RECORD
-    if not resume and run_file.is_file():
-        try:
-            earlier = json.loads(run_file.read_text())
-        except ValueError:
-            earlier = {}
-        if earlier.get("status") == "running":
-            raise CheckpointError(f"{ckpt_dir} holds the checkpoints of an interrupted run "
-                                  f"({earlier.get('dataset')}, seed {earlier.get('seed')}); continue it with "
-                                  f"--resume {ckpt_dir.parent}, or delete {ckpt_dir} / choose another output directory")
-    if not resume and ckpt_dir.exists():
-        shutil.rmtree(ckpt_dir)
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(run_file, {**record, "status": "running"})
-
-
-def _set_run_status(ckpt_dir: Path, status: str) -> None:
-    run_file = ckpt_dir / RUN_RECORD
-    write_json_atomic(run_file, {**json.loads(run_file.read_text()), "status": status})
 
 
 def _pretrain_for_run(splits: PreparedSplits, config: ExperimentConfig, *, seed: int, ckpt_dir: Path | None,
@@ -537,8 +227,8 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
     if ckpt_dir is not None:
         fingerprint = data_fingerprint(data)
         if resume:
-            _check_resume(read_run_record(out), dataset, seed, config, fingerprint, out)
-        _start_run(ckpt_dir, {"format": "specrage_jax", "kind": "run", "format_version": RUN_FORMAT_VERSION,
+            check_resume(read_run_record(out), dataset, seed, config, fingerprint, out)
+        start_run(ckpt_dir, {"format": "specrage_jax", "kind": "run", "format_version": RUN_FORMAT_VERSION,
                               "library_version": library_version(), "dataset": dataset, "seed": seed,
                               "data_dir": data_dir, "config": config_to_dict(config), "data": fingerprint,
                               "stream": isinstance(data, StreamedViews)},
@@ -548,7 +238,7 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
                                      mesh=mesh, eval_max_rows=eval_max_rows, report=report)
     except BaseException:
         if ckpt_dir is not None:
-            _set_run_status(ckpt_dir, "failed")
+            set_run_status(ckpt_dir, "failed")
         raise
     result = outputs.result
     if out is not None:
@@ -573,7 +263,7 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
     else:
         result["timing"]["total_seconds"] = time.perf_counter() - start
     if ckpt_dir is not None:
-        _set_run_status(ckpt_dir, "complete")
+        set_run_status(ckpt_dir, "complete")
     return result
 
 

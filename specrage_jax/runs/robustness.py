@@ -36,9 +36,8 @@ from specrage_jax.config import ExperimentConfig, apply_overrides, config_to_dic
 from specrage_jax.data.contamination import inject_noise, inject_outliers
 from specrage_jax.data import MultiViewData, split_indices
 from specrage_jax.evaluation.metrics import kmeans_metrics
-from specrage_jax.runs.experiment import (
-    PreparedSplits, SplitCodes, evaluate_state, prepare_splits, pretrain, train_on_splits, with_n_components,
-)
+from specrage_jax.runs.prepare import PreparedSplits, SplitCodes, prepare_splits, pretrain, with_n_components
+from specrage_jax.runs.experiment import evaluate_state, train_on_splits
 
 KINDS = ("outliers", "noise")
 CLEAN = "clean"
@@ -406,7 +405,7 @@ def write_curve_file(args: Any, dataset: str, methods: Sequence[Method], out: An
 
     from specrage_jax.config import preset
     from specrage_jax.data import load_dataset
-    from specrage_jax.runs.experiment import environment_info, write_json_atomic
+    from specrage_jax.runs.records import environment_info, write_json_atomic
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -33,12 +33,20 @@ def autoencoder_step(state: NetState, batch: tuple[jax.Array]) -> tuple[NetState
     return adam_update(state, grads), loss
 
 
-def train_autoencoder(x: np.ndarray, config: AutoencoderConfig, *, seed: int, progress: bool = False,
-                      name: str = "view") -> TrainedNet:
+def train_autoencoder(
+    x: np.ndarray, config: AutoencoderConfig, *, seed: int, progress: bool = False, name: str = "view"
+) -> TrainedNet:
     """Trains one view's autoencoder on its training rows x (n, d)."""
     state = create_net_state(Autoencoder(x.shape[1], config, rngs=nnx.Rngs(seed)), config.learning_rate)
     state, losses = run_minibatch_epochs(
-        state, autoencoder_step, x.shape[0], lambda idx: (x[idx],), batch_size=config.batch_size,
-        epochs=config.epochs, seed=seed, desc=f"autoencoder {name}", progress=progress,
+        state,
+        autoencoder_step,
+        x.shape[0],
+        lambda idx: (x[idx],),
+        batch_size=config.batch_size,
+        epochs=config.epochs,
+        seed=seed,
+        desc=f"autoencoder {name}",
+        progress=progress,
     )
     return TrainedNet(state=state, losses=tuple(losses), submodule="encoder")

@@ -24,317 +24,54 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import time
 import uuid
 import warnings
-import zlib
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import chex
 import jax
-import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, section_from_dict
 from specrage_jax.nets.state import SpecRaGEState, adam_optimizer, create_state
+from specrage_jax.training.checkpoint_files import (
+    ARRAYS_ITEM,
+    EXTRA_ITEM,
+    FORMAT,
+    RECORD_ITEM,
+    CheckpointError,
+    CheckpointWarning,
+    array_checksums,
+    check_compatible,
+    leaf_paths,
+    library_version,
+    read_record,
+    restore_items,
+    save_trees,
+    tree_from_nested,
+    tree_to_nested,
+    write_file_manifest,
+)
 from specrage_jax.training.loop import FitProgress, History
 from specrage_jax.training.schedule import PlateauState
-from specrage_jax.version import __version__
 
-FORMAT = "specrage_jax"
 MODEL_FORMAT_VERSION = 1
 TRAINING_FORMAT_VERSION = 1
-RECORD_ITEM = "specrage"
-ARRAYS_ITEM = "arrays"
-EXTRA_ITEM = "extra"
-FILE_MANIFEST = "specrage_files.json"
 RNG_SCHEME = "numpy default_rng([seed, epoch, stream]); stream 0 gradient batches, 1 ortho batches"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is missing, not a specrage_jax checkpoint, incompatible or damaged."""
-
-
-class CheckpointWarning(UserWarning):
-    """A damaged training checkpoint was skipped in favour of an older one."""
-
-
-def library_version() -> str:
-    """``specrage_jax.__version__``."""
-    return __version__
 
 
 # --- pytrees <-> nested dicts of host arrays ------------------------------------------------
 
 
-def _key_name(key: Any) -> str:
-    for attr in ("key", "idx", "name"):
-        if hasattr(key, attr):
-            name = str(getattr(key, attr))
-            if not name or "/" in name or "." in name:
-                raise ValueError(f"pytree key {name!r} cannot name a checkpoint entry ('.' and '/' are reserved)")
-            return name
-    raise TypeError(f"unsupported pytree key {key!r}")
-
-
-def leaf_paths(tree: Any) -> list[tuple[str, Any]]:
-    """[("a/b/0", leaf), ...] in flattening order."""
-    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    return [("/".join(_key_name(k) for k in path), leaf) for path, leaf in leaves]
-
-
-def tree_to_nested(tree: Any) -> dict[str, Any]:
-    """Host copies of a pytree's leaves in nested dicts keyed by path names (what orbax saves).
-
-    Copies (not views) so that later donation of device buffers cannot change what is written.
-    """
-    nested: dict[str, Any] = {}
-    for path, leaf in leaf_paths(tree):
-        *parents, last = path.split("/")
-        node = nested
-        for name in parents:
-            node = node.setdefault(name, {})
-        node[last] = np.array(leaf, copy=True)
-    return nested
-
-
-def flatten_nested(nested: Mapping[str, Any], prefix: str = "") -> dict[str, np.ndarray]:
-    """{"a/b/0": array} for a nested dict of arrays."""
-    flat: dict[str, np.ndarray] = {}
-    for name, value in nested.items():
-        path = f"{prefix}/{name}" if prefix else str(name)
-        if isinstance(value, Mapping):
-            flat.update(flatten_nested(value, path))
-        else:
-            flat[path] = np.asarray(value)
-    return flat
-
-
-def tree_from_nested(template: Any, nested: Mapping[str, Any], *, where: str) -> Any:
-    """``template``'s structure with every leaf taken from ``nested`` (same path names).
-
-    Raises:
-      CheckpointError: naming ``where`` and the entry that is missing, extra or mis-shaped.
-    """
-    flat = flatten_nested(nested)
-    expected = leaf_paths(template)
-    names = {path for path, _ in expected}
-    missing = [path for path in names if path not in flat]
-    extra = [path for path in flat if path not in names]
-    if missing or extra:
-        raise CheckpointError(f"{where}: the saved arrays do not match the model built from the recorded "
-                              f"configuration (missing {sorted(missing)[:5]}, unexpected {sorted(extra)[:5]})")
-    leaves = []
-    for path, leaf in expected:
-        value = flat[path]
-        shape, dtype = _shape_dtype(leaf)
-        if value.shape != shape or value.dtype != dtype:
-            raise CheckpointError(f"{where}: {path} is saved as {value.shape} {value.dtype}, the model built "
-                                  f"from the recorded configuration expects {shape} {dtype}")
-        leaves.append(jnp.asarray(value) if isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct)) else value)
-    return jax.tree.unflatten(jax.tree.structure(template), leaves)
-
-
-def _shape_dtype(leaf: Any) -> tuple[tuple[int, ...], np.dtype]:
-    """(shape, dtype) of an array, a jax.ShapeDtypeStruct or a scalar."""
-    if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
-        return tuple(leaf.shape), np.dtype(leaf.dtype)
-    array = np.asarray(leaf)
-    return array.shape, array.dtype
-
-
-def array_checksums(nested: Mapping[str, Any], prefix: str) -> dict[str, str]:
-    """CRC32 (hex) of every array's bytes, dtype and shape, keyed ``prefix/path``."""
-    sums = {}
-    for path, array in flatten_nested(nested).items():
-        header = f"{array.dtype.str}{array.shape}".encode()
-        sums[f"{prefix}/{path}"] = f"{zlib.crc32(np.ascontiguousarray(array).tobytes(), zlib.crc32(header)):08x}"
-    return sums
-
-
-def _verify_checksums(nested: Mapping[str, Any], prefix: str, recorded: Mapping[str, str], where: Path) -> None:
-    actual = array_checksums(nested, prefix)
-    expected = {k: v for k, v in recorded.items() if k.startswith(prefix + "/")}
-    for key in sorted(set(actual) | set(expected)):
-        if actual.get(key) != expected.get(key):
-            raise CheckpointError(f"checkpoint {where} is corrupted: array {key} does not match its recorded "
-                                  f"checksum (restore an older checkpoint or save again)")
-
-
 # --- file manifest --------------------------------------------------------------------------
 
 
-def _file_crc(path: Path) -> str:
-    crc = 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 22):
-            crc = zlib.crc32(chunk, crc)
-    return f"{crc:08x}"
-
-
-def _files(directory: Path) -> Iterator[Path]:
-    return (p for p in sorted(directory.rglob("*")) if p.is_file() and p.name != FILE_MANIFEST)
-
-
-def write_file_manifest(directory: Path) -> None:
-    """Records the size and CRC32 of every file under ``directory`` (atomically)."""
-    manifest = {str(p.relative_to(directory)): {"size": p.stat().st_size, "crc32": _file_crc(p)}
-                for p in _files(directory)}
-    _write_json_atomic(directory / FILE_MANIFEST, {"files": manifest})
-
-
-def verify_file_manifest(directory: Path) -> bool:
-    """Checks every recorded file's presence, size and CRC32. Returns False when there is no
-    manifest (a training checkpoint whose process died right after orbax committed it).
-
-    Raises:
-      CheckpointError: naming the directory and the first missing, truncated or altered file.
-    """
-    path = directory / FILE_MANIFEST
-    if not path.is_file():
-        return False
-    try:
-        files = json.loads(path.read_text())["files"]
-    except (ValueError, KeyError, TypeError) as err:
-        raise CheckpointError(f"checkpoint {directory} is corrupted: unreadable {FILE_MANIFEST} ({err})") from None
-    for name, entry in files.items():
-        file = directory / name
-        if not file.is_file():
-            raise CheckpointError(f"checkpoint {directory} is incomplete: file {name} is missing")
-        size = file.stat().st_size
-        if size != entry["size"]:
-            raise CheckpointError(f"checkpoint {directory} is corrupted: file {name} has {size} bytes, "
-                                  f"{entry['size']} were written (truncated?)")
-        if _file_crc(file) != entry["crc32"]:
-            raise CheckpointError(f"checkpoint {directory} is corrupted: file {name} does not match its "
-                                  f"recorded checksum")
-    return True
-
-
-def _write_json_atomic(path: Path, payload: Mapping[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(json.dumps(payload, indent=1))
-    os.replace(tmp, path)
-
-
 # --- generic array checkpoints --------------------------------------------------------------
-
-
-@contextmanager
-def _composite_checkpointer() -> Iterator[ocp.Checkpointer]:
-    checkpointer = ocp.Checkpointer(ocp.CompositeCheckpointHandler())
-    try:
-        yield checkpointer
-    finally:
-        checkpointer.close()
-
-
-def save_trees(
-    directory: str | Path, trees: Mapping[str, Any], record: Mapping[str, Any], *, overwrite: bool = False
-) -> Path:
-    """Writes pytrees of arrays ``trees`` (item name -> pytree) and a JSON ``record`` as one
-    checkpoint directory, atomically: written with its file manifest under a hidden temporary
-    sibling name, then renamed (an existing directory is replaced by two renames). The record
-    gains ``items`` and ``checksums``. Returns the directory.
-
-    Raises:
-      FileExistsError: if ``directory`` exists and ``overwrite`` is False.
-    """
-    final = Path(directory).absolute()
-    if final.exists() and not overwrite:
-        raise FileExistsError(f"{final} already exists (pass overwrite=True to replace it)")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    nested = {name: tree_to_nested(tree) for name, tree in trees.items() if jax.tree.leaves(tree)}
-    checksums: dict[str, str] = {}
-    for name, item in nested.items():
-        checksums.update(array_checksums(item, name))
-    payload = {**record, "items": sorted(nested), "checksums": checksums}
-    json.dumps(payload)  # fail before writing anything if the record is not JSON-able
-    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.saving")
-    try:
-        args = {name: ocp.args.StandardSave(item) for name, item in nested.items()}
-        with _composite_checkpointer() as checkpointer:
-            checkpointer.save(tmp, args=ocp.args.Composite(**args, **{RECORD_ITEM: ocp.args.JsonSave(payload)}))
-        write_file_manifest(tmp)
-        old = final.with_name(f".{final.name}.{uuid.uuid4().hex}.old")
-        if final.exists():
-            os.rename(final, old)
-        os.rename(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return final
-
-
-def read_record(directory: str | Path) -> dict[str, Any]:
-    """The JSON record of a checkpoint written by :func:`save_trees`, after checking its files.
-
-    Raises:
-      CheckpointError: missing directory, not a specrage_jax checkpoint, damaged files.
-    """
-    path = Path(directory).absolute()  # orbax reads absolute paths only
-    if not path.is_dir():
-        raise CheckpointError(f"no checkpoint at {path}: no such directory")
-    if not (path / RECORD_ITEM).is_dir():
-        raise CheckpointError(f"{path} is not a specrage_jax checkpoint (no {RECORD_ITEM}/ record inside)")
-    intact = verify_file_manifest(path)
-    try:
-        with _composite_checkpointer() as checkpointer:
-            args = ocp.args.Composite(**{RECORD_ITEM: ocp.args.JsonRestore()})
-            record = checkpointer.restore(path, args=args)[RECORD_ITEM]
-    except Exception as err:  # orbax/json raise many types; report them as one
-        raise _read_error(path, "its record", err, intact) from None
-    if not isinstance(record, dict) or record.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is not a specrage_jax checkpoint (its record has no format {FORMAT!r})")
-    return record
-
-
-def restore_items(directory: Path, names: list[str], record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The named array items of a checkpoint as nested dicts of NumPy arrays, checksums verified."""
-    directory = Path(directory).absolute()
-    available = [name for name in names if name in record.get("items", [])]
-    if not available:
-        return {}
-    try:
-        with _composite_checkpointer() as checkpointer:
-            restored = checkpointer.restore(
-                directory, args=ocp.args.Composite(**{name: ocp.args.StandardRestore() for name in available}))
-    except Exception as err:  # tensorstore/orbax errors of every kind: one clear error
-        # read_record has verified the files when there is a manifest
-        raise _read_error(directory, "its arrays", err, (directory / FILE_MANIFEST).is_file()) from None
-    items = {name: dict(restored[name]) for name in available}
-    for name, item in items.items():
-        _verify_checksums(item, name, record.get("checksums", {}), directory)
-    return items
-
-
-def _read_error(path: Path, what: str, err: Exception, files_intact: bool) -> CheckpointError:
-    """A failed orbax read: corruption, unless the file manifest vouched for every file (then the
-    files are as written and the failure lies elsewhere, so resume must not discard them)."""
-    detail = f"{type(err).__name__}: {str(err)[:200]}"
-    if files_intact:
-        return CheckpointError(f"checkpoint {path}: {what} cannot be read although its files are intact ({detail})")
-    return CheckpointError(f"checkpoint {path} is corrupted: {what} cannot be read ({detail})")
-
-
-def check_compatible(record: Mapping[str, Any], *, kind: str, max_version: int, where: Path) -> None:
-    """Refuses a record of another kind, a newer format, or another library major version."""
-    if record.get("kind") != kind:
-        raise CheckpointError(f"{where} holds a {record.get('kind')!r} checkpoint, not a {kind!r} one")
-    version = record.get("format_version")
-    if not isinstance(version, int) or not 1 <= version <= max_version:
-        raise CheckpointError(f"{where}: checkpoint format version {version!r} is not supported by specrage_jax "
-                              f"{library_version()} (reads versions 1..{max_version}); it was written by "
-                              f"specrage_jax {record.get('library_version')}")
-    saved_major = str(record.get("library_version", "")).split(".")[0]
-    if saved_major != library_version().split(".")[0]:
-        raise CheckpointError(f"{where}: written by specrage_jax {record.get('library_version')}, incompatible "
-                              f"with this version {library_version()} (different major version)")
 
 
 # --- SpecRaGE states --------------------------------------------------------------------------
@@ -343,12 +80,16 @@ def check_compatible(record: Mapping[str, Any], *, kind: str, max_version: int, 
 def structure_record(state: SpecRaGEState, model_config: ModelConfig | None = None) -> dict[str, Any]:
     """What rebuilds ``state``'s structure: view dims and the model/graph/ortho configurations
     (as JSON values: tuples become lists)."""
-    return json.loads(json.dumps({
-        "view_dims": list(state.model().view_dims),
-        "model_config": dataclasses.asdict(model_config_of(state, model_config)),
-        "graph_config": dataclasses.asdict(state.graph),
-        "ortho_config": dataclasses.asdict(state.ortho_config),
-    }))
+    return json.loads(
+        json.dumps(
+            {
+                "view_dims": list(state.model().view_dims),
+                "model_config": dataclasses.asdict(model_config_of(state, model_config)),
+                "graph_config": dataclasses.asdict(state.graph),
+                "ortho_config": dataclasses.asdict(state.ortho_config),
+            }
+        )
+    )
 
 
 def model_config_of(state: SpecRaGEState, given: ModelConfig | None = None) -> ModelConfig:
@@ -365,18 +106,24 @@ def model_config_of(state: SpecRaGEState, given: ModelConfig | None = None) -> M
     built = [(path, leaf.shape) for path, leaf in leaf_paths(abstract.params)]
     actual = [(path, tuple(np.shape(leaf))) for path, leaf in leaf_paths(state.params)]
     if built != actual:
-        raise ValueError(f"model_config {config} does not describe the state's network (its parameters differ, "
-                         f"e.g. {sorted(set(actual) ^ set(built))[:3]})")
+        raise ValueError(
+            f"model_config {config} does not describe the state's network (its parameters differ, "
+            f"e.g. {sorted(set(actual) ^ set(built))[:3]})"
+        )
     return config
 
 
-def abstract_state(view_dims: Sequence[int], model: ModelConfig, graph: GraphConfig, ortho: OrthoConfig,
-                   learning_rate: float = 1e-3) -> SpecRaGEState:
+def abstract_state(
+    view_dims: Sequence[int], model: ModelConfig, graph: GraphConfig, ortho: OrthoConfig, learning_rate: float = 1e-3
+) -> SpecRaGEState:
     """The structure of ``create_state``'s result with jax.ShapeDtypeStruct leaves (traced, not
     run: no initialization cost)."""
     scales = np.ones(len(view_dims), np.float32)
-    return jax.eval_shape(lambda: create_state(list(view_dims), model, graph, ortho, learning_rate=learning_rate,
-                                               seed=0, view_scales=scales))
+    return jax.eval_shape(
+        lambda: create_state(
+            list(view_dims), model, graph, ortho, learning_rate=learning_rate, seed=0, view_scales=scales
+        )
+    )
 
 
 def template_from_record(record: Mapping[str, Any], *, where: Path) -> SpecRaGEState:
@@ -398,8 +145,9 @@ def state_trees(state: SpecRaGEState, *, include_optimizer: bool) -> dict[str, A
     return trees
 
 
-def state_from_trees(template: SpecRaGEState, saved: Mapping[str, Any], *, where: Path,
-                     learning_rate: float | None = None) -> SpecRaGEState:
+def state_from_trees(
+    template: SpecRaGEState, saved: Mapping[str, Any], *, where: Path, learning_rate: float | None = None
+) -> SpecRaGEState:
     """``template`` (real or abstract leaves) with the saved arrays in place; without a saved
     optimizer state, a fresh Adam state at ``learning_rate``."""
     names = ["step", "params", "ortho", "view_scales"] + (["opt_state"] if "opt_state" in saved else [])
@@ -448,9 +196,14 @@ def save_model(
       ValueError: the network's ModelConfig is unknown (pass ``model_config``).
     """
     record = {
-        "format": FORMAT, "kind": "model", "format_version": MODEL_FORMAT_VERSION,
-        "library_version": library_version(), **structure_record(state, model_config),
-        "learning_rate": state.learning_rate, "has_optimizer": include_optimizer, "metadata": dict(metadata or {}),
+        "format": FORMAT,
+        "kind": "model",
+        "format_version": MODEL_FORMAT_VERSION,
+        "library_version": library_version(),
+        **structure_record(state, model_config),
+        "learning_rate": state.learning_rate,
+        "has_optimizer": include_optimizer,
+        "metadata": dict(metadata or {}),
         "extra_names": sorted(extra_trees or {}),
     }
     trees = {ARRAYS_ITEM: state_trees(state, include_optimizer=include_optimizer)}
@@ -469,9 +222,13 @@ def load_model(directory: str | Path, *, extra_templates: Mapping[str, Any] | No
     """
     loaded = read_model(directory, extra_templates=extra_templates)
     if "pipeline_format_version" in loaded.metadata or "estimator" in loaded.metadata:
-        warnings.warn(f"{directory} holds a fitted pipeline (per-view scaling, encoders) around the network; "
-                      f"load_model returns the network alone, so embed(loaded.state, raw views) would skip them: "
-                      f"use specrage_jax.SpecRaGE.load({str(directory)!r}).transform", CheckpointWarning, stacklevel=2)
+        warnings.warn(
+            f"{directory} holds a fitted pipeline (per-view scaling, encoders) around the network; "
+            f"load_model returns the network alone, so embed(loaded.state, raw views) would skip them: "
+            f"use specrage_jax.SpecRaGE.load({str(directory)!r}).transform",
+            CheckpointWarning,
+            stacklevel=2,
+        )
     return loaded
 
 
@@ -493,8 +250,12 @@ def read_model(directory: str | Path, *, extra_templates: Mapping[str, Any] | No
     items = restore_items(path, [ARRAYS_ITEM, EXTRA_ITEM], record)
     if ARRAYS_ITEM not in items:
         raise CheckpointError(f"checkpoint {path} is incomplete: no model arrays")
-    state = state_from_trees(template_from_record(record, where=path), items[ARRAYS_ITEM], where=path,
-                             learning_rate=float(record.get("learning_rate", 1e-3)))
+    state = state_from_trees(
+        template_from_record(record, where=path),
+        items[ARRAYS_ITEM],
+        where=path,
+        learning_rate=float(record.get("learning_rate", 1e-3)),
+    )
     extra = items.get(EXTRA_ITEM, {})
     for name, template in (extra_templates or {}).items():
         if name not in extra:
@@ -518,7 +279,8 @@ class TrainingCheckpoint:
 
 def _progress_record(progress: FitProgress) -> dict[str, Any]:
     return {
-        "epochs_done": progress.epochs_done, "learning_rate": progress.learning_rate,
+        "epochs_done": progress.epochs_done,
+        "learning_rate": progress.learning_rate,
         "plateau": {"best": progress.plateau.best, "bad_epochs": progress.plateau.bad_epochs},
         "history": progress.history.as_dict(),
         "rng": {"seed": progress.seed, "next_epoch": progress.epochs_done, "scheme": RNG_SCHEME},
@@ -528,10 +290,13 @@ def _progress_record(progress: FitProgress) -> dict[str, Any]:
 def _progress_from_record(record: Mapping[str, Any], where: Path) -> FitProgress:
     try:
         return FitProgress(
-            epochs_done=int(record["epochs_done"]), learning_rate=float(record["learning_rate"]),
-            plateau=PlateauState(best=float(record["plateau"]["best"]),
-                                 bad_epochs=int(record["plateau"]["bad_epochs"])),
-            history=History.from_dict(record["history"]), seed=int(record["rng"]["seed"]),
+            epochs_done=int(record["epochs_done"]),
+            learning_rate=float(record["learning_rate"]),
+            plateau=PlateauState(
+                best=float(record["plateau"]["best"]), bad_epochs=int(record["plateau"]["bad_epochs"])
+            ),
+            history=History.from_dict(record["history"]),
+            seed=int(record["rng"]["seed"]),
         )
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"checkpoint {where}: its training progress record is incomplete ({err})") from None
@@ -552,12 +317,21 @@ class TrainingCheckpointer:
     Implements ``train.EpochCheckpointer``; use as a context manager or call :meth:`close`.
     """
 
-    def __init__(self, directory: str | Path, *, every_epochs: int = 1, keep: int = 3, min_seconds: float = 0.0,
-                 metadata: Mapping[str, Any] | None = None, model_config: ModelConfig | None = None,
-                 asynchronous: bool = True):
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        every_epochs: int = 1,
+        keep: int = 3,
+        min_seconds: float = 0.0,
+        metadata: Mapping[str, Any] | None = None,
+        model_config: ModelConfig | None = None,
+        asynchronous: bool = True,
+    ):
         if every_epochs < 1 or keep < 1 or min_seconds < 0:
-            raise ValueError(f"every_epochs and keep must be >= 1 and min_seconds >= 0, got {every_epochs}, {keep}, "
-                             f"{min_seconds}")
+            raise ValueError(
+                f"every_epochs and keep must be >= 1 and min_seconds >= 0, got {every_epochs}, {keep}, {min_seconds}"
+            )
         self.directory = Path(directory).absolute()
         self.every_epochs = every_epochs
         self.min_seconds = min_seconds
@@ -570,12 +344,15 @@ class TrainingCheckpointer:
         self._structure: dict[str, Any] | None = None
         self.directory.mkdir(parents=True, exist_ok=True)
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=keep, step_prefix="epoch", enable_async_checkpointing=asynchronous,
-            cleanup_tmp_directories=True, create=True,
+            max_to_keep=keep,
+            step_prefix="epoch",
+            enable_async_checkpointing=asynchronous,
+            cleanup_tmp_directories=True,
+            create=True,
         )
         self._manager = ocp.CheckpointManager(self.directory, options=options)
 
-    def __enter__(self) -> "TrainingCheckpointer":
+    def __enter__(self) -> TrainingCheckpointer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -621,13 +398,20 @@ class TrainingCheckpointer:
         if self._structure is None:  # one model per run: checked and recorded once
             self._structure = structure_record(state, self.model_config)
         record = {
-            "format": FORMAT, "kind": "training", "format_version": TRAINING_FORMAT_VERSION,
-            "library_version": library_version(), **self._structure, **_progress_record(progress),
-            "metadata": self.metadata, "items": [ARRAYS_ITEM], "checksums": array_checksums(nested, ARRAYS_ITEM),
+            "format": FORMAT,
+            "kind": "training",
+            "format_version": TRAINING_FORMAT_VERSION,
+            "library_version": library_version(),
+            **self._structure,
+            **_progress_record(progress),
+            "metadata": self.metadata,
+            "items": [ARRAYS_ITEM],
+            "checksums": array_checksums(nested, ARRAYS_ITEM),
         }
         step = progress.epochs_done
-        args = ocp.args.Composite(**{ARRAYS_ITEM: ocp.args.StandardSave(nested),
-                                     RECORD_ITEM: ocp.args.JsonSave(record)})
+        args = ocp.args.Composite(
+            **{ARRAYS_ITEM: ocp.args.StandardSave(nested), RECORD_ITEM: ocp.args.JsonSave(record)}
+        )
         self._manager.save(step, args=args, force=True)
         self._pending = step
         self._last_save = time.monotonic()
@@ -646,14 +430,20 @@ class TrainingCheckpointer:
         expected = structure_record(template, self.model_config)
         for key, value in expected.items():
             if record.get(key) != value:
-                raise CheckpointError(f"checkpoint {path} was written for another model: its {key} is "
-                                      f"{record.get(key)}, the run's is {expected[key]}")
+                raise CheckpointError(
+                    f"checkpoint {path} was written for another model: its {key} is "
+                    f"{record.get(key)}, the run's is {expected[key]}"
+                )
         items = restore_items(path, [ARRAYS_ITEM], record)
         if ARRAYS_ITEM not in items or "opt_state" not in items[ARRAYS_ITEM]:
             raise CheckpointError(f"checkpoint {path} is incomplete: no training state arrays")
         state = state_from_trees(template, items[ARRAYS_ITEM], where=path)
-        return TrainingCheckpoint(state=state, progress=_progress_from_record(record, path), directory=path,
-                                  metadata=dict(record.get("metadata", {})))
+        return TrainingCheckpoint(
+            state=state,
+            progress=_progress_from_record(record, path),
+            directory=path,
+            metadata=dict(record.get("metadata", {})),
+        )
 
     def restore_latest(self, template: SpecRaGEState) -> TrainingCheckpoint | None:
         """The newest checkpoint that restores cleanly, or None when there is none.
@@ -671,7 +461,8 @@ class TrainingCheckpointer:
                 if "corrupted" not in str(err) and "incomplete" not in str(err):
                     raise
                 aside = self.step_dir(epochs_done).with_name(
-                    f"epoch_{epochs_done}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}")
+                    f"epoch_{epochs_done}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+                )
                 os.rename(self.step_dir(epochs_done), aside)
                 skipped.append(f"{err} (moved to {aside.name})")
                 continue
@@ -679,10 +470,17 @@ class TrainingCheckpointer:
                 self._manager.reload()
             self.resumed_from = epochs_done
             if skipped:
-                warnings.warn(f"skipped damaged training checkpoints: {'; '.join(skipped)}; resuming from "
-                              f"{restored.directory} (epoch {epochs_done})", CheckpointWarning, stacklevel=2)
+                warnings.warn(
+                    f"skipped damaged training checkpoints: {'; '.join(skipped)}; resuming from "
+                    f"{restored.directory} (epoch {epochs_done})",
+                    CheckpointWarning,
+                    stacklevel=2,
+                )
             return restored
         if skipped:
-            warnings.warn(f"no readable training checkpoint in {self.directory}: {'; '.join(skipped)}",
-                          CheckpointWarning, stacklevel=2)
+            warnings.warn(
+                f"no readable training checkpoint in {self.directory}: {'; '.join(skipped)}",
+                CheckpointWarning,
+                stacklevel=2,
+            )
         return None

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -76,8 +77,9 @@ def _bottom_normalized_spectrum(w: sp.csr_matrix, count: int) -> np.ndarray:
         top = np.linalg.eigvalsh(normalized.toarray())[::-1][:count]
     else:
         start = np.random.default_rng(0).standard_normal(n)
-        top = np.sort(sla.eigsh(normalized, k=count, which="LA", v0=start, return_eigenvectors=False,
-                                tol=1e-6, maxiter=20 * n))[::-1]
+        top = np.sort(
+            sla.eigsh(normalized, k=count, which="LA", v0=start, return_eigenvectors=False, tol=1e-6, maxiter=20 * n)
+        )[::-1]
     return np.clip(1.0 - top, 0.0, 2.0)
 
 
@@ -93,8 +95,9 @@ def eigengap_score(spectrum: np.ndarray, n_clusters: int) -> float:
     return math.inf if spectrum[k - 1] <= ZERO_EIGENVALUE else float(spectrum[k] / spectrum[k - 1])
 
 
-def eigengap_neighbor_count(views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *,
-                            seed: int = 0) -> tuple[int, dict[int, float]]:
+def eigengap_neighbor_count(
+    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *, seed: int = 0
+) -> tuple[int, dict[int, float]]:
     """(l, {candidate l: eigengap score}): the kNN graph's number of neighbours.
 
     On one seeded batch of ``batch_rows`` training rows (what a training step's graph sees), the
@@ -134,8 +137,11 @@ def choose_neighbor_count(scores: dict[int, float]) -> int | None:
     if not usable:
         return None
     dense = max(usable)
-    clear = {l: score for l, score in usable.items()
-             if score >= CLEAR_EIGENGAP and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)}
+    clear = {
+        l: score
+        for l, score in usable.items()
+        if score >= CLEAR_EIGENGAP and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)
+    }
     if not clear:
         return dense
     best = max(clear.values())
@@ -181,16 +187,30 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
         return value
 
     if train.batch_size == 0:
-        train = dataclasses.replace(train, batch_size=choose(
-            "train.batch_size", full_batch_size(shape.n_train),
-            f"the whole training set ({shape.n_train} rows) up to {FULL_BATCH_MAX} rows per step"))
+        train = dataclasses.replace(
+            train,
+            batch_size=choose(
+                "train.batch_size",
+                full_batch_size(shape.n_train),
+                f"the whole training set ({shape.n_train} rows) up to {FULL_BATCH_MAX} rows per step",
+            ),
+        )
     m = min(train.batch_size, shape.n_train)
     if config.data.graph_inputs == AUTO:
         whole = m >= shape.n_train
-        config = dataclasses.replace(config, data=dataclasses.replace(config.data, graph_inputs=choose(
-            "data.graph_inputs", "unreduced" if whole else "model",
-            "the whole training set is one batch, so the graph of the unreduced rows is built once" if whole else
-            "mini-batches: each step's graph is built on the reduced rows")))
+        config = dataclasses.replace(
+            config,
+            data=dataclasses.replace(
+                config.data,
+                graph_inputs=choose(
+                    "data.graph_inputs",
+                    "unreduced" if whole else "model",
+                    "the whole training set is one batch, so the graph of the unreduced rows is built once"
+                    if whole
+                    else "mini-batches: each step's graph is built on the reduced rows",
+                ),
+            ),
+        )
     if graph.n_neighbors == 0:
         if shape.views is None:
             raise ValueError("graph.n_neighbors=0 (from the data) needs the training views in DataShape")
@@ -199,24 +219,44 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             graph_views = shape.unreduced_views
         l, scores = eigengap_neighbor_count(graph_views, shape.n_clusters, m, seed=shape.seed)
         shown = ", ".join(f"{c}: {score:.3g}" for c, score in scores.items()) or "none fits the batch"
-        graph = dataclasses.replace(graph, n_neighbors=choose(
-            "graph.n_neighbors", l, f"the densest graph unless a sparser one splits a {m}-row batch clearly cleaner "
-                                    f"(relative eigengap lambda_k+1 / lambda_k, k = {shape.n_clusters}, >= "
-                                    f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap); scores by l: {shown}"))
+        graph = dataclasses.replace(
+            graph,
+            n_neighbors=choose(
+                "graph.n_neighbors",
+                l,
+                f"the densest graph unless a sparser one splits a {m}-row batch clearly cleaner "
+                f"(relative eigengap lambda_k+1 / lambda_k, k = {shape.n_clusters}, >= "
+                f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap); scores by l: {shown}",
+            ),
+        )
     if train.epochs == 0:
         epochs, per_epoch = epoch_plan(shape.n_train, m, train.steps_per_epoch)
-        train = dataclasses.replace(train, epochs=choose(
-            "train.epochs", epochs, f"a budget of {STEP_BUDGET} gradient steps in epochs of {per_epoch} steps"))
+        train = dataclasses.replace(
+            train,
+            epochs=choose(
+                "train.epochs", epochs, f"a budget of {STEP_BUDGET} gradient steps in epochs of {per_epoch} steps"
+            ),
+        )
         if train.steps_per_epoch == 0:
-            train = dataclasses.replace(train, steps_per_epoch=choose(
-                "train.steps_per_epoch", per_epoch,
-                f"one pass over the training rows, at least {MIN_STEPS_PER_EPOCH} steps"))
+            train = dataclasses.replace(
+                train,
+                steps_per_epoch=choose(
+                    "train.steps_per_epoch",
+                    per_epoch,
+                    f"one pass over the training rows, at least {MIN_STEPS_PER_EPOCH} steps",
+                ),
+            )
     model = config.model
     if model.view_hidden == AUTO_WIDTHS:
-        model = dataclasses.replace(model, view_hidden=choose(
-            "model.view_hidden", hidden_widths(shape.n_train),
-            f"by training rows ({shape.n_train}): 512-512-256 below 1500, 256-256-128 while the whole set is one "
-            f"batch (a step grows with n x width^2), 512-512-256 with mini-batches, 1024-1024-512 from 50000"))
+        model = dataclasses.replace(
+            model,
+            view_hidden=choose(
+                "model.view_hidden",
+                hidden_widths(shape.n_train),
+                f"by training rows ({shape.n_train}): 512-512-256 below 1500, 256-256-128 while the whole set is one "
+                f"batch (a step grows with n x width^2), 512-512-256 with mini-batches, 1024-1024-512 from 50000",
+            ),
+        )
     resolved = dataclasses.replace(config, model=model, graph=graph, train=train)
     return resolved, chosen
 
@@ -225,9 +265,12 @@ def describe_preprocessing(kinds: Sequence[str], requested: str) -> dict[str, An
     """The record entry for ``data.preprocess``: the kind each view was given."""
     if requested != "auto":
         return {}
-    return {"data.preprocess": {"value": list(kinds),
-                                "why": "per view: svd_l2 where fewer than data.sparse_below of the entries are "
-                                       "nonzero, else standard_l2"}}
+    return {
+        "data.preprocess": {
+            "value": list(kinds),
+            "why": "per view: svd_l2 where fewer than data.sparse_below of the entries are nonzero, else standard_l2",
+        }
+    }
 
 
 def format_choices(chosen: dict[str, Any]) -> list[str]:

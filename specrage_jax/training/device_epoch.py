@@ -15,8 +15,9 @@ semantics (one m x m graph over the whole batch).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import chex
 import jax
@@ -47,8 +48,10 @@ def put_training_data(
     views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None = None, mesh: Mesh | None = None
 ) -> DeviceData:
     """The training arrays in device memory: on the default device, or replicated on ``mesh``."""
-    data = DeviceData(views=tuple(jnp.asarray(v) for v in views),
-                      codes=None if codes is None else tuple(jnp.asarray(c) for c in codes))
+    data = DeviceData(
+        views=tuple(jnp.asarray(v) for v in views),
+        codes=None if codes is None else tuple(jnp.asarray(c) for c in codes),
+    )
     return data if mesh is None else replicate(data, mesh)
 
 
@@ -60,14 +63,21 @@ def gather_rows(arrays: tuple[jax.Array, ...], idx: jax.Array, sharding: NamedSh
 
 @partial(jax.jit, donate_argnums=0, static_argnames="sharding")
 def _scan_epoch(
-    state: SpecRaGEState, data: DeviceData, ortho_idx: jax.Array, grad_idx: jax.Array,
+    state: SpecRaGEState,
+    data: DeviceData,
+    ortho_idx: jax.Array,
+    grad_idx: jax.Array,
     sharding: NamedSharding | None = None,
 ) -> tuple[SpecRaGEState, EpochMetrics]:
-    def body(state: SpecRaGEState, idx: tuple[jax.Array, jax.Array]) -> tuple[SpecRaGEState, tuple[jax.Array, jax.Array]]:
+    def body(
+        state: SpecRaGEState, idx: tuple[jax.Array, jax.Array]
+    ) -> tuple[SpecRaGEState, tuple[jax.Array, jax.Array]]:
         o, g = idx
         ortho = Batch(views=gather_rows(data.views, o, sharding))
-        grad = Batch(views=gather_rows(data.views, g, sharding),
-                     codes=None if data.codes is None else gather_rows(data.codes, g, sharding))
+        grad = Batch(
+            views=gather_rows(data.views, g, sharding),
+            codes=None if data.codes is None else gather_rows(data.codes, g, sharding),
+        )
         state, metrics = train_step(state, ortho, grad)
         return state, (metrics["loss"], metrics["view_weights"])
 
@@ -91,5 +101,6 @@ def train_epoch_on_device(
         if idx.size and not 0 <= int(idx.min()) <= int(idx.max()) < n:
             raise ValueError(f"{name}: row indices must lie in [0, {n}), got [{idx.min()}, {idx.max()}]")
     sharding = None if mesh is None else batch_sharding(mesh)
-    return _scan_epoch(state, data, jnp.asarray(ortho_idx, jnp.int32), jnp.asarray(grad_idx, jnp.int32),
-                       sharding=sharding)
+    return _scan_epoch(
+        state, data, jnp.asarray(ortho_idx, jnp.int32), jnp.asarray(grad_idx, jnp.int32), sharding=sharding
+    )

@@ -5,7 +5,8 @@ and :func:`~specrage_jax.training.loop.fit`."""
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from jax.sharding import Mesh
@@ -35,8 +36,12 @@ def view_scales(affinity_inputs: Sequence[Any], config: ExperimentConfig, *, see
     if all(constant):
         raise ValueError("X: every view is constant on the training rows; there is no geometry to embed")
     for v in np.flatnonzero(constant):
-        warnings.warn(f"SpecRaGE: view {v} is constant on the training rows; it carries no geometry "
-                      f"(its kNN graph links arbitrary neighbours)", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"SpecRaGE: view {v} is constant on the training rows; it carries no geometry "
+            f"(its kNN graph links arbitrary neighbours)",
+            UserWarning,
+            stacklevel=3,
+        )
     if config.graph.scale_mode != "global":
         return None
     scales = np.ones(len(affinity_inputs), np.float32)
@@ -45,19 +50,34 @@ def view_scales(affinity_inputs: Sequence[Any], config: ExperimentConfig, *, see
     return scales
 
 
-def initial_state(train_views: Sequence[Any], config: ExperimentConfig, *, seed: int,
-                  train_codes: Sequence[Any] | None = None) -> SpecRaGEState:
+def initial_state(
+    train_views: Sequence[Any], config: ExperimentConfig, *, seed: int, train_codes: Sequence[Any] | None = None
+) -> SpecRaGEState:
     """A fresh state for views of the training rows' widths, with the global scales measured on
     the affinity inputs (the Siamese codes or unreduced rows when given, else the views)."""
     scales = view_scales(train_codes or train_views, config, seed=seed)
-    return create_state([v.shape[1] for v in train_views], config.model, config.graph, config.ortho,
-                        learning_rate=config.train.learning_rate, seed=seed, view_scales=scales)
+    return create_state(
+        [v.shape[1] for v in train_views],
+        config.model,
+        config.graph,
+        config.ortho,
+        learning_rate=config.train.learning_rate,
+        seed=seed,
+        view_scales=scales,
+    )
 
 
 def train_model(
-    train_views: Sequence[Any], val_views: Sequence[Any], config: ExperimentConfig, *, seed: int,
-    train_codes: Sequence[Any] | None = None, val_codes: Sequence[Any] | None = None,
-    checkpointer: TrainingCheckpointer | None = None, resume: bool = False, mesh: Mesh | None = None,
+    train_views: Sequence[Any],
+    val_views: Sequence[Any],
+    config: ExperimentConfig,
+    *,
+    seed: int,
+    train_codes: Sequence[Any] | None = None,
+    val_codes: Sequence[Any] | None = None,
+    checkpointer: TrainingCheckpointer | None = None,
+    resume: bool = False,
+    mesh: Mesh | None = None,
     on_epoch_end: Callable[[SpecRaGEState, Any], None] | None = None,
 ) -> tuple[SpecRaGEState, History]:
     """Trains SpecRaGE on the training rows (views (n, d_v), affinity inputs (n, c_v) or None),
@@ -77,5 +97,16 @@ def train_model(
             warnings.warn(f"no training checkpoint in {checkpointer.directory}; training from epoch 0", stacklevel=2)
         else:
             state, progress = restored.state, restored.progress
-    return fit(state, train_views, val_views, config.train, seed=seed, train_codes=train_codes, val_codes=val_codes,
-               checkpointer=checkpointer, resume=progress, mesh=mesh, on_epoch_end=on_epoch_end)
+    return fit(
+        state,
+        train_views,
+        val_views,
+        config.train,
+        seed=seed,
+        train_codes=train_codes,
+        val_codes=val_codes,
+        checkpointer=checkpointer,
+        resume=progress,
+        mesh=mesh,
+        on_epoch_end=on_epoch_end,
+    )

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -68,20 +69,27 @@ class History:
 
     def as_dict(self) -> dict:
         return {
-            "stop_reason": self.stop_reason, "steps": self.steps, "batch_size": self.batch_size,
+            "stop_reason": self.stop_reason,
+            "steps": self.steps,
+            "batch_size": self.batch_size,
             "epochs": [dict(r.__dict__) for r in self.epochs],
         }
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> "History":
+    def from_dict(cls, values: dict[str, Any]) -> History:
         """Inverse of :meth:`as_dict` (a JSON round trip keeps every float exactly)."""
         records = [EpochRecord(**{**r, "view_weights": tuple(r["view_weights"])}) for r in values["epochs"]]
-        return cls(epochs=records, stop_reason=values["stop_reason"], steps=int(values["steps"]),
-                   batch_size=int(values["batch_size"]))
+        return cls(
+            epochs=records,
+            stop_reason=values["stop_reason"],
+            steps=int(values["steps"]),
+            batch_size=int(values["batch_size"]),
+        )
 
-    def copy(self) -> "History":
-        return History(epochs=list(self.epochs), stop_reason=self.stop_reason, steps=self.steps,
-                       batch_size=self.batch_size)
+    def copy(self) -> History:
+        return History(
+            epochs=list(self.epochs), stop_reason=self.stop_reason, steps=self.steps, batch_size=self.batch_size
+        )
 
 
 @dataclass(frozen=True)
@@ -134,8 +142,9 @@ def batch_indices(n: int, batch_size: int, n_batches: int, rng: np.random.Genera
     return np.concatenate(perms)[:needed].reshape(n_batches, batch_size)
 
 
-def take_batch(views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, idx: np.ndarray,
-               mesh: Mesh | None = None) -> Batch:
+def take_batch(
+    views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, idx: np.ndarray, mesh: Mesh | None = None
+) -> Batch:
     """The rows ``idx`` as a Batch on the default device, or sharded over ``mesh``'s 'data' axis."""
     rows = Batch(views=tuple(v[idx] for v in views), codes=None if codes is None else tuple(c[idx] for c in codes))
     return jax.tree.map(jnp.asarray, rows) if mesh is None else shard_batch(rows, mesh)
@@ -150,9 +159,7 @@ def mesh_batch_size(m: int, config_batch_size: int, mesh: Mesh | None) -> int:
     return round_batch_to_devices(m, mesh)
 
 
-def estimate_view_scales(
-    codes: Sequence[np.ndarray], graph: GraphConfig, batch_size: int, *, seed: int
-) -> np.ndarray:
+def estimate_view_scales(codes: Sequence[np.ndarray], graph: GraphConfig, batch_size: int, *, seed: int) -> np.ndarray:
     """The paper's "Global; Median" scale per view, fixed before training: the median, over
     ``graph.scale_sample_batches`` random batches of size m, of each point's in-batch distance
     to its ``graph.sigma_neighbor``-th neighbour (zero distances of duplicates excluded).
@@ -171,8 +178,9 @@ def estimate_view_scales(
         dists = []
         for _ in range(1 if m >= n else graph.scale_sample_batches):
             idx = rng.choice(n, size=m, replace=False)
-            knn_d2, _ = nearest_neighbors(pairwise_sq_distances(jnp.asarray(x[idx])), graph.n_neighbors,
-                                          include_self=graph.include_self)
+            knn_d2, _ = nearest_neighbors(
+                pairwise_sq_distances(jnp.asarray(x[idx])), graph.n_neighbors, include_self=graph.include_self
+            )
             dists.append(np.sqrt(np.asarray(knn_d2[:, graph.sigma_neighbor - 1])))
         pooled = np.concatenate(dists)
         positive = pooled[pooled > 0]
@@ -185,8 +193,9 @@ def estimate_view_scales(
     return np.asarray(scales, np.float32)
 
 
-def validation_loss(state: SpecRaGEState, views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None,
-                    batch_size: int) -> float:
+def validation_loss(
+    state: SpecRaGEState, views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, batch_size: int
+) -> float:
     """Mean Eq. 4 loss over fixed consecutive chunks of the validation set (same chunks every
     epoch, so epochs compare). NaN when the set is too small for the kNN graph."""
     n = views[0].shape[0]
@@ -268,8 +277,10 @@ def fit(
     device_data = None
     if config.data_on_device:
         if is_streamed(train_views):
-            raise ValueError("train.data_on_device needs the training views in memory, but they are streamed "
-                             "from disk: load them as arrays (--stream off) or leave train.data_on_device false")
+            raise ValueError(
+                "train.data_on_device needs the training views in memory, but they are streamed "
+                "from disk: load them as arrays (--stream off) or leave train.data_on_device false"
+            )
         device_data = put_training_data(train_views, train_codes, mesh)
     steps = config.steps_per_epoch or math.ceil(n / m)
     whole_set = None
@@ -277,8 +288,15 @@ def fit(
         whole_set = whole_set_batch(state, train_views, train_codes)
     start_epoch, lr, plateau, history = _starting_point(resume, config, seed=seed, batch_size=m)
     state = state.with_learning_rate(lr)
-    bar = tqdm(range(start_epoch, config.epochs), desc="train", unit="epoch", disable=not config.progress,
-               leave=True, initial=start_epoch, total=config.epochs)
+    bar = tqdm(
+        range(start_epoch, config.epochs),
+        desc="train",
+        unit="epoch",
+        disable=not config.progress,
+        leave=True,
+        initial=start_epoch,
+        total=config.epochs,
+    )
     for epoch in bar:
         start = time.perf_counter()
         grad_rng, ortho_rng = epoch_rngs(seed, epoch)
@@ -299,7 +317,10 @@ def fit(
         val_loss = validation_loss(state, val_views, val_codes, m)
         monitored = val_loss if math.isfinite(val_loss) else train_loss
         record = EpochRecord(
-            epoch=epoch, train_loss=train_loss, val_loss=val_loss, learning_rate=lr,
+            epoch=epoch,
+            train_loss=train_loss,
+            val_loss=val_loss,
+            learning_rate=lr,
             seconds=time.perf_counter() - start,
             view_weights=tuple(float(w) for w in jnp.mean(epoch_metrics.view_weights, axis=0)),
         )
@@ -316,16 +337,19 @@ def fit(
             lr = new_lr
             state = state.with_learning_rate(lr)
         if checkpointer is not None:
-            checkpointer.maybe_save(state, FitProgress(epochs_done=epoch + 1, learning_rate=lr, plateau=plateau,
-                                                       history=history.copy(), seed=seed))
+            checkpointer.maybe_save(
+                state,
+                FitProgress(
+                    epochs_done=epoch + 1, learning_rate=lr, plateau=plateau, history=history.copy(), seed=seed
+                ),
+            )
     else:
         history.stop_reason = f"completed {config.epochs} epochs"
     bar.close()
     return state, history
 
 
-def whole_set_batch(state: SpecRaGEState, views: Sequence[np.ndarray],
-                    codes: Sequence[np.ndarray] | None) -> Batch:
+def whole_set_batch(state: SpecRaGEState, views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None) -> Batch:
     """The whole training set as one Batch on the device, its kNN graph built once.
 
     When the batch holds every training row, each step's ortho and gradient batches are the
@@ -343,7 +367,7 @@ _graph_of = jax.jit(batch_affinities, static_argnums=2)
 def _whole_set_epoch(state: SpecRaGEState, batch: Batch, steps: int) -> tuple[SpecRaGEState, EpochMetrics]:
     """``steps`` full-batch steps (:func:`steps.full_batch_step`) on the whole training set."""
     losses, weights = [], []
-    for s in range(steps):
+    for _ in range(steps):
         state, metrics = full_batch_step(state, batch)
         losses.append(metrics["loss"])
         weights.append(metrics["view_weights"])
@@ -351,8 +375,12 @@ def _whole_set_epoch(state: SpecRaGEState, batch: Batch, steps: int) -> tuple[Sp
 
 
 def _host_epoch(
-    state: SpecRaGEState, views: Sequence[Any], codes: Sequence[np.ndarray] | None,
-    ortho_idx: np.ndarray, grad_idx: np.ndarray, mesh: Mesh | None,
+    state: SpecRaGEState,
+    views: Sequence[Any],
+    codes: Sequence[np.ndarray] | None,
+    ortho_idx: np.ndarray,
+    grad_idx: np.ndarray,
+    mesh: Mesh | None,
 ) -> tuple[SpecRaGEState, EpochMetrics]:
     """One epoch of ``train_step`` on batches gathered on the host (arrays or streamed rows) and
     copied to the device step by step; at most three steps in flight."""
@@ -375,9 +403,11 @@ def _starting_point(
     if resume is None:
         return 0, config.learning_rate, PlateauState(), History(batch_size=batch_size)
     if resume.seed != seed:
-        raise ValueError(f"cannot resume with seed {seed} a run trained with seed {resume.seed}: "
-                         f"the batches would differ")
+        raise ValueError(
+            f"cannot resume with seed {seed} a run trained with seed {resume.seed}: the batches would differ"
+        )
     if resume.history.batch_size != batch_size:
-        raise ValueError(f"cannot resume with batch size {batch_size} a run trained with batch size "
-                         f"{resume.history.batch_size}")
+        raise ValueError(
+            f"cannot resume with batch size {batch_size} a run trained with batch size {resume.history.batch_size}"
+        )
     return resume.epochs_done, resume.learning_rate, resume.plateau, resume.history.copy()

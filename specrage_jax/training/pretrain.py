@@ -3,7 +3,7 @@ a small train state for one Flax NNX network and a seeded mini-batch loop over a
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +38,7 @@ def run_minibatch_epochs(
         order = rng.permutation(n)
         epoch_losses = []
         for start in range(0, n - m + 1, m):
-            idx = order[start:start + m]
+            idx = order[start : start + m]
             state, loss = step(state, tuple(jnp.asarray(a) for a in take(idx)))
             epoch_losses.append(loss)
         losses.append(float(jnp.mean(jnp.stack(epoch_losses))))
@@ -47,5 +47,3 @@ def run_minibatch_epochs(
         bar.set_postfix(loss=f"{losses[-1]:.4g}")
     bar.close()
     return state, losses
-
-

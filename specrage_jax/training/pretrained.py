@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -22,8 +23,14 @@ import numpy as np
 from specrage_jax.config import ExperimentConfig, config_to_dict
 from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.training.autoencoder import train_autoencoder
-from specrage_jax.training.checkpoint import (
-    CheckpointError, check_compatible, library_version, read_record, restore_items, save_trees, tree_from_nested,
+from specrage_jax.training.checkpoint_files import (
+    CheckpointError,
+    check_compatible,
+    library_version,
+    read_record,
+    restore_items,
+    save_trees,
+    tree_from_nested,
     tree_to_nested,
 )
 from specrage_jax.training.siamese import train_siamese
@@ -54,8 +61,9 @@ class PretrainedNets:
         return None if self.siamese is None else encode_views(self.siamese, inputs)
 
 
-def pretrain_nets(train_views: Sequence[Any], config: ExperimentConfig, *, seed: int,
-                  restored: PretrainedNets | None = None) -> tuple[PretrainedNets, dict[str, float]]:
+def pretrain_nets(
+    train_views: Sequence[Any], config: ExperimentConfig, *, seed: int, restored: PretrainedNets | None = None
+) -> tuple[PretrainedNets, dict[str, float]]:
     """Trains the enabled stages on the training rows (views (n, d_v)) in the paper's order; a
     stage whose nets are in ``restored`` (a resumed run) is not retrained. Returns the nets and
     the seconds each stage took (training and encoding the training rows)."""
@@ -65,8 +73,9 @@ def pretrain_nets(train_views: Sequence[Any], config: ExperimentConfig, *, seed:
     inputs = tuple(train_views)
     if config.autoencoder.enabled:
         start = time.perf_counter()
-        autoencoders = restored.autoencoders or train_view_nets(train_autoencoder, inputs, config.autoencoder, config,
-                                                                seed=seed)
+        autoencoders = restored.autoencoders or train_view_nets(
+            train_autoencoder, inputs, config.autoencoder, config, seed=seed
+        )
         if config.siamese.enabled:
             inputs = encode_views(autoencoders, inputs)
         timings["autoencoder_seconds"] = time.perf_counter() - start
@@ -79,19 +88,26 @@ def pretrain_nets(train_views: Sequence[Any], config: ExperimentConfig, *, seed:
 
 def pretrained_trees(nets: PretrainedNets) -> dict[str, dict[str, Any]]:
     """{stage: {"view_v": parameters}} of every stage that has nets."""
-    return {stage: {f"view_{v}": net.state.params for v, net in enumerate(found)}
-            for stage, found in nets.stages().items()}
+    return {
+        stage: {f"view_{v}": net.state.params for v, net in enumerate(found)} for stage, found in nets.stages().items()
+    }
 
 
 def pretrained_record(nets: PretrainedNets) -> dict[str, dict[str, Any]]:
     """{stage: {in_dims, losses, submodule}}: what rebuilds the nets around their parameters."""
-    return {stage: {"in_dims": [net_in_dim(net) for net in found], "losses": [list(net.losses) for net in found],
-                    "submodule": found[0].submodule}
-            for stage, found in nets.stages().items()}
+    return {
+        stage: {
+            "in_dims": [net_in_dim(net) for net in found],
+            "losses": [list(net.losses) for net in found],
+            "submodule": found[0].submodule,
+        }
+        for stage, found in nets.stages().items()
+    }
 
 
-def restore_pretrained(trees: Mapping[str, Any], record: Mapping[str, Any], config: ExperimentConfig, *,
-                       where: str) -> PretrainedNets:
+def restore_pretrained(
+    trees: Mapping[str, Any], record: Mapping[str, Any], config: ExperimentConfig, *, where: str
+) -> PretrainedNets:
     """The nets :func:`pretrained_trees` and :func:`pretrained_record` describe, rebuilt for
     ``config`` (parameters as nested dicts of arrays or as trees).
 
@@ -107,8 +123,9 @@ def restore_pretrained(trees: Mapping[str, Any], record: Mapping[str, Any], conf
             template = fresh_stage_net(stage, int(in_dim), config)
             saved = tree_to_nested(trees[stage][f"view_{v}"])
             params = tree_from_nested(template.params, saved, where=f"{where} ({stage} view {v})")
-            nets.append(TrainedNet(state=template.replace(params=params), losses=tuple(losses),
-                                   submodule=info["submodule"]))
+            nets.append(
+                TrainedNet(state=template.replace(params=params), losses=tuple(losses), submodule=info["submodule"])
+            )
         found[stage] = tuple(nets)
     return PretrainedNets(autoencoders=found.get("autoencoder"), siamese=found.get("siamese"))
 
@@ -116,8 +133,11 @@ def restore_pretrained(trees: Mapping[str, Any], record: Mapping[str, Any], conf
 def net_in_dim(net: TrainedNet) -> int:
     """Input width of a pre-trained net: the rows of its first kernel, the encoder's in an
     autoencoder (its decoder's first kernel, earlier in path order, reads the codes)."""
-    kernels = [(jax.tree_util.keystr(path), leaf) for path, leaf in
-               jax.tree_util.tree_flatten_with_path(net.state.params)[0] if "kernel" in jax.tree_util.keystr(path)]
+    kernels = [
+        (jax.tree_util.keystr(path), leaf)
+        for path, leaf in jax.tree_util.tree_flatten_with_path(net.state.params)[0]
+        if "kernel" in jax.tree_util.keystr(path)
+    ]
     if net.submodule is not None:
         kernels = [(path, leaf) for path, leaf in kernels if net.submodule in path]
     first = min(kernels, key=lambda item: _layer_order(item[0]))[1]
@@ -132,8 +152,12 @@ def _layer_order(path: str) -> tuple[int, ...]:
 def save_pretrained_nets(directory: str | Path, nets: PretrainedNets, config: ExperimentConfig) -> Path:
     """Writes the nets (a run's checkpoint for resume) with the configuration they were trained with."""
     record = {
-        "format": "specrage_jax", "kind": "pretrained", "format_version": PRETRAINED_FORMAT_VERSION,
-        "library_version": library_version(), "config": config_to_dict(config), "stages": pretrained_record(nets),
+        "format": "specrage_jax",
+        "kind": "pretrained",
+        "format_version": PRETRAINED_FORMAT_VERSION,
+        "library_version": library_version(),
+        "config": config_to_dict(config),
+        "stages": pretrained_record(nets),
     }
     return save_trees(directory, {"arrays": pretrained_trees(nets)}, record, overwrite=True)
 

@@ -14,7 +14,13 @@ class PlateauState(NamedTuple):
 
 
 def plateau_update(
-    plateau: PlateauState, loss: float, learning_rate: float, *, factor: float, patience: int, rel_threshold: float = 1e-4
+    plateau: PlateauState,
+    loss: float,
+    learning_rate: float,
+    *,
+    factor: float,
+    patience: int,
+    rel_threshold: float = 1e-4,
 ) -> tuple[PlateauState, float]:
     """One epoch of reduce-on-plateau: x ``factor`` after more than ``patience`` epochs without
     a relative improvement of ``rel_threshold``. Returns (new plateau state, new learning rate)."""

@@ -18,8 +18,9 @@ Only the single-process path (real or forced host devices) is tested here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import chex
 import jax
@@ -137,8 +138,7 @@ def data_parallel(step: Callable[..., Any], mesh: Mesh) -> Callable[..., Any]:
 def is_replicated_on(x: jax.Array, mesh: Mesh) -> bool:
     """Whether ``x`` is an array held whole by every device of ``mesh``."""
     sharding = getattr(x, "sharding", None)
-    return (sharding is not None and sharding.is_fully_replicated
-            and set(sharding.device_set) == set(mesh.devices.flat))
+    return sharding is not None and sharding.is_fully_replicated and set(sharding.device_set) == set(mesh.devices.flat)
 
 
 def is_batch_sharded_on(x: jax.Array, mesh: Mesh) -> bool:
@@ -149,11 +149,15 @@ def is_batch_sharded_on(x: jax.Array, mesh: Mesh) -> bool:
     n = mesh.devices.size
     expected = (x.shape[0] // n, *x.shape[1:])
     return sharding.is_equivalent_to(batch_sharding(mesh), x.ndim) and all(
-        s.data.shape == expected for s in x.addressable_shards)
+        s.data.shape == expected for s in x.addressable_shards
+    )
 
 
 def assert_state_replicated(state: Any, mesh: Mesh) -> None:
     """chex-style check for the boundary of a sharded loop: every array leaf replicated on ``mesh``."""
-    bad = [jax.tree_util.keystr(path) for path, leaf in jax.tree_util.tree_leaves_with_path(state)
-           if not is_replicated_on(leaf, mesh)]
+    bad = [
+        jax.tree_util.keystr(path)
+        for path, leaf in jax.tree_util.tree_leaves_with_path(state)
+        if not is_replicated_on(leaf, mesh)
+    ]
     chex.assert_equal(bad, [])

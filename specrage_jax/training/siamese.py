@@ -33,7 +33,9 @@ def contrastive_loss(z_a: jax.Array, z_b: jax.Array, is_positive: jax.Array, mar
 
 
 @partial(jax.jit, static_argnames="margin", donate_argnums=0)
-def siamese_step(state: NetState, batch: tuple[jax.Array, jax.Array, jax.Array], margin: float) -> tuple[NetState, jax.Array]:
+def siamese_step(
+    state: NetState, batch: tuple[jax.Array, jax.Array, jax.Array], margin: float
+) -> tuple[NetState, jax.Array]:
     """One Adam step on the contrastive loss of a batch of pairs (x_a (p, d), x_b (p, d), y (p,))."""
     x_a, x_b, is_positive = batch
 
@@ -50,7 +52,9 @@ def _block_neighbors(x: jax.Array, n_neighbors: int) -> jax.Array:
     return nearest_neighbors(pairwise_sq_distances(x), n_neighbors)[1]
 
 
-def contrastive_pairs(x: np.ndarray, n_positive: int, *, seed: int, block_size: int = 8192) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def contrastive_pairs(
+    x: np.ndarray, n_positive: int, *, seed: int, block_size: int = 8192
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(first (p,), second (p,), is_positive (p,)) index pairs over the rows of x (n, d).
 
     Neighbours are exact within random blocks of ``block_size`` rows (exact for n <= block_size;
@@ -64,7 +68,7 @@ def contrastive_pairs(x: np.ndarray, n_positive: int, *, seed: int, block_size: 
     order = rng.permutation(n)
     firsts, seconds, labels = [], [], []
     for start in range(0, n, block_size):
-        block = order[start:start + block_size]
+        block = order[start : start + block_size]
         if block.size <= n_positive + 1:  # a tiny tail block joins the previous one's geometry poorly; skip
             continue
         neighbors = np.asarray(_block_neighbors(jnp.asarray(x[block]), n_positive))  # (b, n_positive)
@@ -92,7 +96,9 @@ def training_rows(x: np.ndarray, max_samples: int, *, seed: int) -> np.ndarray:
     return x[keep]
 
 
-def train_siamese(x: np.ndarray, config: SiameseConfig, *, seed: int, progress: bool = False, name: str = "view") -> TrainedNet:
+def train_siamese(
+    x: np.ndarray, config: SiameseConfig, *, seed: int, progress: bool = False, name: str = "view"
+) -> TrainedNet:
     """Trains one view's Siamese net on pairs from its training rows x (n, d); with
     ``config.max_samples`` only on that many seeded random rows (pairs cost n * 2 * n_positive
     forward pairs per epoch, so 56k-row MNIST views need a subsample on a CPU)."""
@@ -101,7 +107,14 @@ def train_siamese(x: np.ndarray, config: SiameseConfig, *, seed: int, progress: 
     state = create_net_state(siamese_net(x.shape[1], config, seed=seed), config.learning_rate)
     step = partial(siamese_step, margin=config.margin)
     state, losses = run_minibatch_epochs(
-        state, step, first.size, lambda idx: (x[first[idx]], x[second[idx]], is_positive[idx]),
-        batch_size=config.batch_size, epochs=config.epochs, seed=seed, desc=f"siamese {name}", progress=progress,
+        state,
+        step,
+        first.size,
+        lambda idx: (x[first[idx]], x[second[idx]], is_positive[idx]),
+        batch_size=config.batch_size,
+        epochs=config.epochs,
+        seed=seed,
+        desc=f"siamese {name}",
+        progress=progress,
     )
     return TrainedNet(state=state, losses=tuple(losses))

@@ -4,7 +4,8 @@ fresh net of a stage to restore saved parameters into."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from flax import nnx
@@ -15,11 +16,19 @@ from specrage_jax.nets.netstate import NetState, TrainedNet, create_net_state
 from specrage_jax.nets.siamese import siamese_net
 
 
-def train_view_nets(trainer: Callable[..., TrainedNet], views: Sequence[np.ndarray], stage_config: Any,
-                    config: ExperimentConfig, *, seed: int) -> tuple[TrainedNet, ...]:
+def train_view_nets(
+    trainer: Callable[..., TrainedNet],
+    views: Sequence[np.ndarray],
+    stage_config: Any,
+    config: ExperimentConfig,
+    *,
+    seed: int,
+) -> tuple[TrainedNet, ...]:
     """One net per view, trained by ``trainer`` on that view's training rows (seed + v)."""
-    return tuple(trainer(x, stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
-                 for v, x in enumerate(views))
+    return tuple(
+        trainer(x, stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
+        for v, x in enumerate(views)
+    )
 
 
 def encode_views(nets: Sequence[TrainedNet], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -31,7 +40,9 @@ def fresh_stage_net(stage: str, in_dim: int, config: ExperimentConfig) -> NetSta
     """A freshly initialized net of ``stage`` ("autoencoder" or "siamese"): the structure that
     saved parameters are restored into."""
     if stage == "autoencoder":
-        return create_net_state(Autoencoder(in_dim, config.autoencoder, rngs=nnx.Rngs(0)), config.autoencoder.learning_rate)
+        return create_net_state(
+            Autoencoder(in_dim, config.autoencoder, rngs=nnx.Rngs(0)), config.autoencoder.learning_rate
+        )
     if stage == "siamese":
         return create_net_state(siamese_net(in_dim, config.siamese, seed=0), config.siamese.learning_rate)
     raise ValueError(f"unknown pre-training stage {stage!r}; expected 'autoencoder' or 'siamese'")

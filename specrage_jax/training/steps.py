@@ -15,8 +15,9 @@ Both are ``jax.jit``-compiled with the state donated; the NNX module is split on
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -54,7 +55,7 @@ def edge_graph(affinities: Any) -> EdgeGraph:
     receivers = np.zeros((len(dense), size), np.int32)
     weights = np.zeros((len(dense), size), dense.dtype)
     for v, (i, j) in enumerate(per_view):
-        senders[v, :len(i)], receivers[v, :len(i)], weights[v, :len(i)] = i, j, dense[v][i, j]
+        senders[v, : len(i)], receivers[v, : len(i)], weights[v, : len(i)] = i, j, dense[v][i, j]
     return EdgeGraph(jnp.asarray(senders), jnp.asarray(receivers), jnp.asarray(weights))
 
 
@@ -85,14 +86,20 @@ def batch_affinities(codes: Sequence[jax.Array], view_scales: jax.Array, graph: 
     per_batch = graph.scale_mode == "batch"
     if graph.scale_mode not in ("batch", "global"):
         raise ValueError(f"graph.scale_mode must be 'global' or 'batch', got {graph.scale_mode!r}")
-    return jnp.stack([
-        knn_gaussian_affinity(
-            x, graph.n_neighbors, None if per_batch else view_scales[v],
-            scale_neighbor=graph.sigma_neighbor, bandwidth_factor=graph.bandwidth_factor,
-            include_self=graph.include_self, symmetrize_how=graph.symmetrize,
-        )
-        for v, x in enumerate(codes)
-    ])
+    return jnp.stack(
+        [
+            knn_gaussian_affinity(
+                x,
+                graph.n_neighbors,
+                None if per_batch else view_scales[v],
+                scale_neighbor=graph.sigma_neighbor,
+                bandwidth_factor=graph.bandwidth_factor,
+                include_self=graph.include_self,
+                symmetrize_how=graph.symmetrize,
+            )
+            for v, x in enumerate(codes)
+        ]
+    )
 
 
 def _fuse(state: SpecRaGEState, params: nnx.State, views: Sequence[jax.Array]) -> tuple[jax.Array, jax.Array]:
@@ -135,8 +142,14 @@ def _loss_of_fused(state: SpecRaGEState, batch: Batch, y: jax.Array, alpha: jax.
     graph = state.graph
     loss_weights = alpha if graph.weights_in_affinity else None
     if isinstance(affinities, EdgeGraph):
-        loss = edge_laplacian_loss(y, affinities.senders, affinities.receivers, affinities.weights, loss_weights,
-                                   mass_normalized=graph.mass_normalized)
+        loss = edge_laplacian_loss(
+            y,
+            affinities.senders,
+            affinities.receivers,
+            affinities.weights,
+            loss_weights,
+            mass_normalized=graph.mass_normalized,
+        )
     else:
         loss = weighted_laplacian_loss(y, affinities, loss_weights, mass_normalized=graph.mass_normalized)
     # static coefficients: with both 0 the regularizer is the constant 0 (no terms in the graph)
@@ -229,5 +242,3 @@ def full_batch_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, 
 def eval_loss(state: SpecRaGEState, batch: Batch) -> jax.Array:
     """Eq. 4 of a batch with the stored R^-1 (for validation); no update."""
     return spectral_loss(state, state.params, batch, state.r_inv)[0]
-
-

@@ -1,0 +1,126 @@
+"""How a fitted estimator is kept: its save directory read back (SpecRaGE.load), a run's or a bare
+model's pipeline as an estimator, and the plain arrays a pickle stores."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from specrage_jax.api.pipeline import InferencePipeline, model_directory, pipeline_from_model
+from specrage_jax.config import (
+    ExperimentConfig,
+    config_from_dict,
+)
+from specrage_jax.data.preprocess import scaler_from_tree
+from specrage_jax.evaluation.health import HealthReport
+from specrage_jax.nets.state import SpecRaGEState, create_state
+from specrage_jax.training.checkpoint import read_model
+from specrage_jax.training.checkpoint_files import CheckpointError
+from specrage_jax.training.loop import History
+from specrage_jax.training.pretrained import restore_pretrained
+
+
+def _json_value(value: Any) -> Any:
+    """Tuples to lists and NumPy scalars to Python ones, for the JSON metadata of a checkpoint."""
+    if isinstance(value, (tuple, list)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _tree_arrays(tree: Any) -> list[np.ndarray]:
+    """The leaves of a pytree as host NumPy arrays (in jax.tree order)."""
+    return [np.asarray(leaf) for leaf in jax.tree.leaves(tree)]
+
+
+def _with_arrays(template: Any, arrays: Sequence[np.ndarray]) -> Any:
+    """``template``'s pytree structure with ``arrays`` as its leaves."""
+    leaves, treedef = jax.tree.flatten(template)
+    if len(leaves) != len(arrays):
+        raise ValueError(f"stored model has {len(arrays)} arrays, its configuration builds {len(leaves)}")
+    return jax.tree.unflatten(treedef, [jnp.asarray(a) for a in arrays])
+
+
+def _rebuild_state(in_dims: Sequence[int], config: ExperimentConfig, arrays: Sequence[np.ndarray]) -> SpecRaGEState:
+    template = create_state(
+        in_dims,
+        config.model,
+        config.graph,
+        config.ortho,
+        learning_rate=config.train.learning_rate,
+        seed=0,
+        view_scales=np.ones(len(in_dims), np.float32),
+    )
+    return _with_arrays(template, arrays)
+
+
+def load_fitted(cls: type[Any], path: str | Path) -> Any:
+    """``cls.load(path)``: the estimator saved in ``path`` (see ``SpecRaGE.load``)."""
+    directory = model_directory(path)
+    loaded = read_model(directory)
+    meta = loaded.metadata
+    if "estimator" not in meta:
+        return estimator_from_pipeline(cls, pipeline_from_model(loaded, directory))
+    if meta["estimator"] != cls.__name__:
+        raise CheckpointError(f"{path} holds a {meta['estimator']} estimator, not a {cls.__name__}")
+    tuples = ("view_hidden", "weighting_hidden", "view_dims", "config_overrides")
+    params = {k: tuple(v) if k in tuples and v is not None else v for k, v in meta["params"].items()}
+    est = cls(**params)
+    config = config_from_dict(meta["config"])
+    extra = loaded.extra_trees
+    view_dims = tuple(int(d) for d in meta["view_dims"])
+    est.config_, est.seed_, est.view_dims_ = config, int(meta["seed"]), view_dims
+    est.resolved_defaults_ = dict(meta.get("resolved_defaults", {}))
+    est.n_features_in_, est.n_components_ = int(sum(view_dims)), int(config.model.n_components)
+    est.scalers_ = tuple(
+        scaler_from_tree(extra["scalers"][f"view_{v}"], default_kind=config.data.preprocess)
+        for v in range(len(view_dims))
+    )
+    if "pretrained" not in meta:
+        raise CheckpointError(
+            f"{path} was saved by an earlier specrage_jax (its pre-training nets are stored "
+            f"in a layout this version does not read); fit and save it again"
+        )
+    nets = restore_pretrained(extra.get("pretrained", {}), meta["pretrained"], config, where=str(path))
+    est.autoencoders_, est.siamese_nets_ = nets.autoencoders, nets.siamese
+    est.state_ = loaded.state
+    est.history_ = History.from_dict(meta["history"])
+    est.n_iter_ = len(est.history_.epochs)
+    est.cluster_centers_ = np.asarray(extra["clusters"]["centres"], np.float32)
+    est.labels_ = np.asarray(extra["clusters"]["labels"], np.int64)
+    est.inertia_ = float(meta["inertia"])
+    est.health_ = None if meta.get("health") is None else HealthReport.from_dict(meta["health"])
+    return est
+
+
+def estimator_from_pipeline(cls: type[Any], pipeline: InferencePipeline) -> Any:
+    """An estimator of class ``cls`` over a run's (or a bare model's) inference pipeline."""
+    meta = pipeline.model.metadata
+    config = pipeline.config
+    centres = pipeline.centres
+    n_clusters = int(centres.shape[0]) if centres is not None else int(config.model.n_components)
+    seed = meta.get("seed")
+    est = cls(n_clusters=n_clusters, random_state=seed)
+    est.config_, est.seed_, est.view_dims_ = config, seed, pipeline.input_dims
+    est.resolved_defaults_ = dict(meta.get("resolved_defaults", {}))
+    est.n_features_in_ = int(sum(pipeline.input_dims))
+    est.n_components_ = int(pipeline.model.state.r_inv.shape[0])
+    est.scalers_, est.autoencoders_, est.siamese_nets_ = (
+        pipeline.scalers,
+        pipeline.nets.autoencoders,
+        pipeline.nets.siamese,
+    )
+    est.state_ = pipeline.model.state
+    est.history_ = History.from_dict(meta["history"]) if "history" in meta else History()
+    est.n_iter_ = len(est.history_.epochs)
+    est.cluster_centers_ = centres
+    est.labels_ = None  # a run's model does not keep its training rows' labels
+    est.inertia_ = None
+    est.health_ = HealthReport.from_dict(meta["health"]) if "health" in meta else None
+    return est
