@@ -346,7 +346,7 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
     """Per-dataset departures from the defaults, by section. Each comment gives the command that
     reproduces the preset and what it reached (BUILD_NOTES.md has the details)."""
     near_uniform = {"temperature": 250000.0}  # the paper's InfiniteMNIST T: weights stay ~1/V
-    return {
+    presets: dict[str, dict[str, dict[str, Any]]] = {
         # specrage train --dataset blobs  ->  test k-means ACC 1.000, seed 0
         "blobs": {
             "graph": {"n_neighbors": 30, "scale_neighbor": 15},
@@ -409,7 +409,8 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
             "siamese": {"enabled": True},
             "autoencoder": {"enabled": True},
         },
-    }.get(dataset.split(":")[0], {})
+    }
+    return presets.get(dataset.split(":")[0], {})
 
 
 def has_preset(dataset: str) -> bool:

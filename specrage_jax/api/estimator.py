@@ -18,7 +18,7 @@ import numbers
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, overload
 
 import numpy as np
 from sklearn.base import (
@@ -516,7 +516,7 @@ def _auto_int(value: Any, name: str) -> int:
     """A parameter that None leaves to the data (the config's 0) or a positive integer."""
     if value is None:
         return 0
-    if not (isinstance(value, numbers.Integral) and value >= 1):
+    if not (isinstance(value, numbers.Integral) and cast(int, value) >= 1):  # the numbers stubs lack comparisons
         raise ValueError(f"{name} must be None (chosen from the data) or an integer >= 1, got {value!r}")
     return int(value)
 
@@ -531,6 +531,14 @@ def nearest_centre(embedding: np.ndarray, centres: np.ndarray) -> np.ndarray:
     c = np.asarray(centres, np.float64)
     d2 = np.sum(y * y, axis=1, keepdims=True) - 2.0 * y @ c.T + np.sum(c * c, axis=1)
     return np.argmin(d2, axis=1).astype(np.int64)
+
+
+@overload
+def _rows(arrays: Sequence[np.ndarray], idx: np.ndarray) -> tuple[np.ndarray, ...]: ...
+@overload
+def _rows(arrays: None, idx: np.ndarray) -> None: ...
+@overload
+def _rows(arrays: Sequence[np.ndarray] | None, idx: np.ndarray) -> tuple[np.ndarray, ...] | None: ...
 
 
 def _rows(arrays: Sequence[np.ndarray] | None, idx: np.ndarray) -> tuple[np.ndarray, ...] | None:

@@ -140,7 +140,9 @@ def fit_view_scaler(view: np.ndarray, kind: str, *, svd_components: int = 100, s
         if x.shape[1] < 2 or x.shape[0] < 2:
             return replace(fit_view_scaler(view, "l2"), kind=kind)
         rows = unit_rows(x)
-        svd = TruncatedSVD(svd_rank(*x.shape, svd_components), algorithm="randomized", random_state=0).fit(rows)
+        svd = TruncatedSVD(
+            svd_rank(x.shape[0], x.shape[1], svd_components), algorithm="randomized", random_state=0
+        ).fit(rows)
         return ViewScaler(
             offset=np.zeros(x.shape[1]),
             scale=np.ones(x.shape[1]),

@@ -229,8 +229,10 @@ def load_dataset(name: str, *, seed: int = 0, data_dir: str | None = None) -> Mu
     request = parse_dataset_name(name)
     data_dir = resolve_data_dir(data_dir)
     if request.base == "file":
+        assert request.path is not None  # parse_dataset_name sets the path of file:PATH
         return load_named_file(request.path, request.views, data_dir)
     if request.base == "memmap":
+        assert request.path is not None  # parse_dataset_name sets the path of memmap:DIR
         return load_memmap_dir(request.path, data_dir)
     return _builders()[request.base](request, seed, data_dir)
 
@@ -245,6 +247,7 @@ def dataset_rows(name: str, data_dir: str | None = None) -> int | None:
     if request.base == "infinitemnist":
         return request.n_samples or INFINITEMNIST_DEFAULT_SAMPLES
     if request.base == "memmap":
+        assert request.path is not None  # parse_dataset_name sets the path of memmap:DIR
         folder = memmap_path(request.path, resolve_data_dir(data_dir))
         return int(json.loads((folder / META_FILE).read_text())["n"])
     return None
@@ -353,6 +356,7 @@ def open_streamed_dataset(
     if request.base == "infinitemnist":
         return open_infinitemnist_cache(request.n_samples or INFINITEMNIST_DEFAULT_SAMPLES, seed, data_dir, cache_dir)
     if request.base == "memmap":
+        assert request.path is not None  # parse_dataset_name sets the path of memmap:DIR
         return open_memmap_dataset(request.path, data_dir)
     raise ValueError(
         f"dataset {name!r} cannot be streamed from disk; streaming is for infinitemnist[:N] and "

@@ -182,12 +182,13 @@ def write_views_memmap(
                 crcs = [0] * len(files)
             for v, x in enumerate(views):
                 stored, error = _to_storage(x, storage, v, index)
-                data_bytes = memoryview(stored).cast("B")
+                data_bytes = memoryview(stored).cast("B")  # type: ignore[arg-type]  # numpy stubs: ndarray is a Buffer only on Python>=3.12
                 files[v].write(data_bytes)
                 crcs[v] = zlib.crc32(data_bytes, crcs[v])
                 errors[v] = max(errors[v], error)
             if with_labels:
-                label_bytes = memoryview(np.ascontiguousarray(labels, dtype=np.int64)).cast("B")
+                labels64 = np.ascontiguousarray(labels, dtype=np.int64)
+                label_bytes = memoryview(labels64).cast("B")  # type: ignore[arg-type]  # numpy stubs: ndarray is a Buffer only on Python>=3.12
                 files[-1].write(label_bytes)
                 crcs[-1] = zlib.crc32(label_bytes, crcs[-1])
             written += rows
@@ -205,6 +206,7 @@ def write_views_memmap(
         raise
     for f in files:
         f.close()
+    assert view_dims is not None  # written == n >= 1, so the first chunk set it
     meta = {
         "format": FORMAT,
         "version": 1,
@@ -263,7 +265,7 @@ def pread_rows(fd: int, offset: int, shape: tuple[int, ...], dtype: np.dtype, id
         raise IndexError(f"row indices must be in 0..{n - 1}, got {idx.min()}..{idx.max()}")
     out = np.empty((idx.size, *shape[1:]), dtype)
     row_bytes = out.itemsize * int(np.prod(shape[1:], dtype=np.int64))
-    buffer = memoryview(out.reshape(-1)).cast("B")
+    buffer = memoryview(out.reshape(-1)).cast("B")  # type: ignore[arg-type]  # numpy stubs: ndarray is a Buffer only on Python>=3.12
     runs = np.flatnonzero(np.diff(idx) != 1) + 1
     for a, b in zip(np.concatenate([[0], runs]).tolist(), np.concatenate([runs, [idx.size]]).tolist()):
         if b > a:

@@ -100,6 +100,7 @@ def prefetch_to_device(
 
     if size < 1:
         raise ValueError(f"prefetch size must be >= 1, got {size}")
+    put: Callable[[Any], Any]
     if sharding is None:
         put = jax.device_put
     elif callable(sharding):

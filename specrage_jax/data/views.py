@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from scipy import sparse
@@ -47,6 +47,14 @@ def is_view_list(Xs: Any) -> bool:
     if len(Xs) == 0:
         raise ValueError("X holds no views: pass a list of V arrays (n_samples, n_features_v), or a 2-D array")
     return any(_is_view_like(item) for item in Xs)
+
+
+@overload
+def check_view_dims_param(view_dims: Sequence[int]) -> tuple[int, ...]: ...
+@overload
+def check_view_dims_param(view_dims: None) -> None: ...
+@overload
+def check_view_dims_param(view_dims: Sequence[int] | None) -> tuple[int, ...] | None: ...
 
 
 def check_view_dims_param(view_dims: Sequence[int] | None) -> tuple[int, ...] | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import cast
 
 import chex
 import jax
@@ -104,8 +105,9 @@ def alignment_loss(
     chex.assert_equal(len(y_tilde), len(views))
     m = y_tilde[0].shape[0]
     ys = [y @ orthonormalizer(y) for y in y_tilde]
-    spectral = sum(
-        2.0 * rayleigh_trace(y, knn_gaussian_affinity(x, n_neighbors, None)) / (m * m) for y, x in zip(ys, views)
+    spectral = cast(
+        jax.Array,
+        sum(2.0 * rayleigh_trace(y, knn_gaussian_affinity(x, n_neighbors, None)) / (m * m) for y, x in zip(ys, views)),
     )
     align = sum(
         (jnp.mean(jnp.sum((ys[v] - ys[u]) ** 2, axis=1)) for v in range(len(ys)) for u in range(v + 1, len(ys))),

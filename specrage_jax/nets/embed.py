@@ -51,7 +51,7 @@ def embed(
     output_rows = rows or model.config.output_rows
     if output_rows not in OUTPUT_ROWS:
         raise ValueError(f"rows must be one of {', '.join(OUTPUT_ROWS)} or None, got {rows!r}")
-    arrays = as_view_arrays(views, allow_missing=True)
+    arrays: Sequence[np.ndarray] = as_view_arrays(views, allow_missing=True)
     check_view_dims(arrays, model.view_dims)
     present = view_presence(arrays, mask)
     arrays = [np.where(present[:, v, None], a, np.float32(0)) for v, a in enumerate(arrays)]

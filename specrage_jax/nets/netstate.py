@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +24,10 @@ class NetState:
     opt_state: optax.OptState
     graphdef: nnx.GraphDef = struct.field(pytree_node=False)
     learning_rate: float = struct.field(pytree_node=False)
+
+    if TYPE_CHECKING:
+
+        def replace(self, **updates: Any) -> NetState: ...  # added by flax struct.dataclass
 
 
 def create_net_state(module: nnx.Module, learning_rate: float) -> NetState:

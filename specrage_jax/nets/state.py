@@ -7,10 +7,12 @@ return; :func:`predict` embeds a batch with the stored R^-1.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx, struct
 
@@ -37,10 +39,14 @@ class SpecRaGEState:
     graph: GraphConfig = struct.field(pytree_node=False)
     ortho_config: OrthoConfig = struct.field(pytree_node=False)
 
+    if TYPE_CHECKING:
+
+        def replace(self, **updates: Any) -> SpecRaGEState: ...  # added by flax struct.dataclass
+
     @property
     def r_inv(self) -> jax.Array:
         """The stored R^-1, (k, k)."""
-        return self.ortho["r_inv"][...]
+        return cast(jax.Array, self.ortho["r_inv"][...])
 
     @property
     def learning_rate(self) -> float:
@@ -71,7 +77,7 @@ def create_state(
     *,
     learning_rate: float,
     seed: int,
-    view_scales: Sequence[float] | None = None,
+    view_scales: Sequence[float] | np.ndarray | None = None,
 ) -> SpecRaGEState:
     """A fresh training state: initialized networks, R^-1 = I, Adam at ``learning_rate``."""
     if graph_config.scale_mode == "global" and view_scales is None:
@@ -82,7 +88,7 @@ def create_state(
     if view_scales is not None and not all(float(s) > 0 for s in view_scales):
         raise ValueError(f"view_scales must be positive, got {list(map(float, view_scales))}")
     model = SpecRaGENet(view_dims, model_config, rngs=nnx.Rngs(seed))
-    graphdef, params, ortho = nnx.split(model, nnx.Param, OrthoWeight)
+    graphdef, params, ortho = cast(tuple[nnx.GraphDef, nnx.State, nnx.State], nnx.split(model, nnx.Param, OrthoWeight))
     scales = jnp.ones((len(view_dims),), jnp.float32) if view_scales is None else jnp.asarray(view_scales, jnp.float32)
     chex.assert_shape(scales, (len(view_dims),))
     state = SpecRaGEState(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -76,7 +78,7 @@ def weighted_laplacian_loss(
     terms = [weighted_rayleigh_trace(y, affinities[v], view_weights[:, v]) for v in range(n_views)]
     if mass_normalized:
         terms = [t / _relative_edge_mass(affinities[v], view_weights[:, v]) for v, t in enumerate(terms)]
-    return 2.0 * sum(terms) / (m * m * n_views)
+    return cast(jax.Array, 2.0 * sum(terms) / (m * m * n_views))
 
 
 def _relative_edge_mass(w: jax.Array, alpha: jax.Array) -> jax.Array:
@@ -135,4 +137,4 @@ def edge_laplacian_loss(
             mass = jnp.sum(w * pair) / jnp.maximum(jnp.sum(w), jnp.finfo(w.dtype).tiny)
             energy = energy / jnp.maximum(mass, 1e-6)
         terms.append(energy)
-    return sum(terms) / (m * m * n_views)
+    return cast(jax.Array, sum(terms) / (m * m * n_views))

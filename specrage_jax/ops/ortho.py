@@ -18,6 +18,7 @@ from __future__ import annotations
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.linalg import solve_triangular
 
 
@@ -78,7 +79,7 @@ def orthonormalizer(
     raise ValueError(f"convention must be 'm_identity' or 'identity', got {convention!r}")
 
 
-def orthogonality_error(y: jax.Array, convention: str = "m_identity") -> jax.Array:
+def orthogonality_error(y: jax.Array | np.ndarray, convention: str = "m_identity") -> jax.Array:
     """max |Y^T Y / s - I| with s = m ('m_identity') or 1 ('identity'). y: (m, k) -> ()."""
     m, k = y.shape
     gram = y.T @ y

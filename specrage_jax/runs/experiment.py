@@ -20,37 +20,65 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from jax.sharding import Mesh
 
-from specrage_jax.training.checkpoint_files import CheckpointError, library_version
-from specrage_jax.training.checkpoint import TrainingCheckpointer
+from specrage_jax.api.pipeline import save_inference_model
 from specrage_jax.config import ExperimentConfig, config_to_dict
 from specrage_jax.data import MultiViewData, load_dataset
-from specrage_jax.data.preprocess import unit_rows
 from specrage_jax.data.lazy import StreamedViews
+from specrage_jax.data.preprocess import unit_rows
 from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
-from specrage_jax.nets.embed import embed
-from specrage_jax.evaluation.metrics import cluster_scores, kmeans_clusters, svm_metrics
 from specrage_jax.evaluation.health import HealthReport, embedding_problems
-from specrage_jax.api.pipeline import save_inference_model
-from specrage_jax.runs.run_plan import Stage, stage_plan
-from specrage_jax.training.initial_state import train_model
-from specrage_jax.training.pretrained import load_pretrained_nets, save_pretrained_nets
+from specrage_jax.evaluation.metrics import cluster_scores, kmeans_clusters, svm_metrics
+from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState
+from specrage_jax.runs.prepare import (
+    EVAL_SUBSAMPLE_STREAM,
+    PreparedSplits,
+    PretrainResult,
+    SplitCodes,
+    evaluation_rows,
+    prepare_splits,
+    resolve_run_defaults,
+    run_pretraining,
+    select_rows,
+    unreduced_codes,
+    with_n_components,
+)
+from specrage_jax.runs.records import (
+    RUN_FORMAT_VERSION,
+    check_resume,
+    data_fingerprint,
+    environment_info,
+    read_run_record,
+    set_run_status,
+    start_run,
+    write_json_atomic,
+)
+from specrage_jax.runs.run_plan import Stage, stage_plan
+from specrage_jax.training.checkpoint import TrainingCheckpointer
+from specrage_jax.training.checkpoint_files import CheckpointError, library_version
+from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.loop import History
+from specrage_jax.training.pretrained import load_pretrained_nets, save_pretrained_nets
 from specrage_jax.validation import check_training_sizes
-from specrage_jax.runs.prepare import EVAL_SUBSAMPLE_STREAM, PreparedSplits, PretrainResult, SplitCodes, evaluation_rows, prepare_splits, resolve_run_defaults, run_pretraining, select_rows, unreduced_codes, with_n_components
-from specrage_jax.runs.records import RUN_FORMAT_VERSION, check_resume, set_run_status, start_run, data_fingerprint, environment_info, read_run_record, write_json_atomic
 
 
 def train_on_splits(
-    splits: PreparedSplits, config: ExperimentConfig, *, seed: int, codes: SplitCodes | None = None,
-    checkpointer: TrainingCheckpointer | None = None, resume: bool = False, mesh: Mesh | None = None,
+    splits: PreparedSplits,
+    config: ExperimentConfig,
+    *,
+    seed: int,
+    codes: SplitCodes | None = None,
+    checkpointer: TrainingCheckpointer | None = None,
+    resume: bool = False,
+    mesh: Mesh | None = None,
     on_epoch_end: Callable[[SpecRaGEState, Any], None] | None = None,
 ) -> tuple[SpecRaGEState, History]:
     """:func:`training.initial_state.train_model` (the estimator's path too) on a run's splits:
@@ -59,10 +87,18 @@ def train_on_splits(
     ``checkpointer`` saves training checkpoints; with ``resume`` training continues from its
     newest readable one (from scratch, with a warning, when there is none).
     """
-    return train_model(splits.train, splits.val, config, seed=seed,
-                       train_codes=None if codes is None else codes.train,
-                       val_codes=None if codes is None else codes.val,
-                       checkpointer=checkpointer, resume=resume, mesh=mesh, on_epoch_end=on_epoch_end)
+    return train_model(
+        splits.train,
+        splits.val,
+        config,
+        seed=seed,
+        train_codes=None if codes is None else codes.train,
+        val_codes=None if codes is None else codes.val,
+        checkpointer=checkpointer,
+        resume=resume,
+        mesh=mesh,
+        on_epoch_end=on_epoch_end,
+    )
 
 
 @dataclass(frozen=True)
@@ -78,8 +114,9 @@ class Evaluation:
     health: HealthReport
 
 
-def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: ExperimentConfig, *, seed: int,
-                   max_rows: int | None = None) -> Evaluation:
+def evaluate_state(
+    state: SpecRaGEState, splits: PreparedSplits, config: ExperimentConfig, *, seed: int, max_rows: int | None = None
+) -> Evaluation:
     """Test metrics (k-means on the test embedding; SVM trained on train, scored on test) and the
     embedding's health (recorded under "health": orthogonality, spread, largest cluster, problems).
 
@@ -99,8 +136,9 @@ def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: Experim
     rows = slice(None) if kmeans_rows is None else kmeans_rows
     kmeans_labels = splits.test_labels[rows]
     n_clusters = int(max(splits.train_labels.max(), splits.test_labels.max()) + 1)
-    predicted, centres = kmeans_clusters(y_test[rows], n_clusters=n_clusters, seed=seed,
-                                         n_init=config.eval.kmeans_n_init)
+    predicted, centres = kmeans_clusters(
+        y_test[rows], n_clusters=n_clusters, seed=seed, n_init=config.eval.kmeans_n_init
+    )
     health = embedding_problems(y_test_raw[rows], predicted, n_clusters, convention=config.ortho.convention)
     metrics = {
         "kmeans": cluster_scores(kmeans_labels, predicted),
@@ -110,9 +148,13 @@ def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: Experim
         "health": health.as_dict(),
     }
     if max_rows is not None:
-        metrics["eval_rows"] = {"max_rows": int(max_rows), "kmeans_test_rows": len(kmeans_labels),
-                                "svm_train_rows": len(train_labels), "svm_test_rows": n_test,
-                                "subsample_seed": [seed, EVAL_SUBSAMPLE_STREAM]}
+        metrics["eval_rows"] = {
+            "max_rows": int(max_rows),
+            "kmeans_test_rows": len(kmeans_labels),
+            "svm_train_rows": len(train_labels),
+            "svm_test_rows": n_test,
+            "subsample_seed": [seed, EVAL_SUBSAMPLE_STREAM],
+        }
     return Evaluation(metrics=metrics, y_test=y_test, alpha_test=alpha_test, centres=centres, health=health)
 
 
@@ -122,8 +164,9 @@ def evaluate_state(state: SpecRaGEState, splits: PreparedSplits, config: Experim
 # --- runs: the record that resume checks --------------------------------------------------------
 
 
-def _pretrain_for_run(splits: PreparedSplits, config: ExperimentConfig, *, seed: int, ckpt_dir: Path | None,
-                      resume: bool) -> PretrainResult:
+def _pretrain_for_run(
+    splits: PreparedSplits, config: ExperimentConfig, *, seed: int, ckpt_dir: Path | None, resume: bool
+) -> PretrainResult:
     """Pre-training, restoring the nets of a resumed run and saving them for a later resume."""
     if not (config.autoencoder.enabled or config.siamese.enabled):
         return run_pretraining(splits, config, seed=seed)
@@ -169,9 +212,18 @@ def should_stream(dataset: str, stream: bool | None, data_dir: str | None = None
 
 
 def run_experiment(
-    dataset: str, config: ExperimentConfig, *, seed: int, out_dir: str | Path | None = None,
-    data_dir: str | None = None, figure: bool = True, resume: bool = False, mesh: Mesh | None = None,
-    stream: bool | None = None, cache_dir: str | Path | None = None, eval_max_rows: int | None = STREAM_EVAL_MAX_ROWS,
+    dataset: str,
+    config: ExperimentConfig,
+    *,
+    seed: int,
+    out_dir: str | Path | None = None,
+    data_dir: str | None = None,
+    figure: bool = True,
+    resume: bool = False,
+    mesh: Mesh | None = None,
+    stream: bool | None = None,
+    cache_dir: str | Path | None = None,
+    eval_max_rows: int | None = STREAM_EVAL_MAX_ROWS,
     report: Callable[[dict[str, Any], tuple[Stage, ...]], None] | None = None,
 ) -> dict[str, Any]:
     """Trains and evaluates on ``dataset``; with ``out_dir`` writes metrics.json, embedding.png, the
@@ -203,21 +255,55 @@ def run_experiment(
     start = time.perf_counter()
     streamed = should_stream(dataset, stream, data_dir)
     if not streamed:
-        data = load_dataset(dataset, seed=seed, data_dir=data_dir)
-        return _run_loaded(data, dataset, config, seed=seed, out_dir=out_dir, data_dir=data_dir, figure=figure,
-                           resume=resume, mesh=mesh, start=start, report=report)
+        loaded = load_dataset(dataset, seed=seed, data_dir=data_dir)
+        return _run_loaded(
+            loaded,
+            dataset,
+            config,
+            seed=seed,
+            out_dir=out_dir,
+            data_dir=data_dir,
+            figure=figure,
+            resume=resume,
+            mesh=mesh,
+            start=start,
+            report=report,
+        )
     data = open_streamed_dataset(dataset, seed=seed, data_dir=data_dir, cache_dir=cache_dir)
     try:
-        return _run_loaded(data, dataset, config, seed=seed, out_dir=out_dir, data_dir=data_dir, figure=figure,
-                           resume=resume, mesh=mesh, start=start, eval_max_rows=eval_max_rows, report=report)
+        return _run_loaded(
+            data,
+            dataset,
+            config,
+            seed=seed,
+            out_dir=out_dir,
+            data_dir=data_dir,
+            figure=figure,
+            resume=resume,
+            mesh=mesh,
+            start=start,
+            eval_max_rows=eval_max_rows,
+            report=report,
+        )
     finally:
         data.close()
 
 
-def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: ExperimentConfig, *, seed: int,
-                out_dir: str | Path | None, data_dir: str | None, figure: bool, resume: bool, mesh: Mesh | None,
-                start: float, eval_max_rows: int | None = None,
-                report: Callable[[dict[str, Any], tuple[Stage, ...]], None] | None = None) -> dict[str, Any]:
+def _run_loaded(
+    data: MultiViewData | StreamedViews,
+    dataset: str,
+    config: ExperimentConfig,
+    *,
+    seed: int,
+    out_dir: str | Path | None,
+    data_dir: str | None,
+    figure: bool,
+    resume: bool,
+    mesh: Mesh | None,
+    start: float,
+    eval_max_rows: int | None = None,
+    report: Callable[[dict[str, Any], tuple[Stage, ...]], None] | None = None,
+) -> dict[str, Any]:
     """:func:`run_experiment` on loaded (or opened) data."""
     config = with_n_components(config, data.n_classes)
     out = None if out_dir is None else Path(out_dir)
@@ -227,15 +313,36 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
     if ckpt_dir is not None:
         fingerprint = data_fingerprint(data)
         if resume:
+            assert out is not None  # ckpt_dir is only set with an output directory
             check_resume(read_run_record(out), dataset, seed, config, fingerprint, out)
-        start_run(ckpt_dir, {"format": "specrage_jax", "kind": "run", "format_version": RUN_FORMAT_VERSION,
-                              "library_version": library_version(), "dataset": dataset, "seed": seed,
-                              "data_dir": data_dir, "config": config_to_dict(config), "data": fingerprint,
-                              "stream": isinstance(data, StreamedViews)},
-                   resume=resume)
+        start_run(
+            ckpt_dir,
+            {
+                "format": "specrage_jax",
+                "kind": "run",
+                "format_version": RUN_FORMAT_VERSION,
+                "library_version": library_version(),
+                "dataset": dataset,
+                "seed": seed,
+                "data_dir": data_dir,
+                "config": config_to_dict(config),
+                "data": fingerprint,
+                "stream": isinstance(data, StreamedViews),
+            },
+            resume=resume,
+        )
     try:
-        outputs = train_and_evaluate(data, config, seed=seed, dataset=dataset, ckpt_dir=ckpt_dir, resume=resume,
-                                     mesh=mesh, eval_max_rows=eval_max_rows, report=report)
+        outputs = train_and_evaluate(
+            data,
+            config,
+            seed=seed,
+            dataset=dataset,
+            ckpt_dir=ckpt_dir,
+            resume=resume,
+            mesh=mesh,
+            eval_max_rows=eval_max_rows,
+            report=report,
+        )
     except BaseException:
         if ckpt_dir is not None:
             set_run_status(ckpt_dir, "failed")
@@ -245,21 +352,37 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
         out.mkdir(parents=True, exist_ok=True)
         if config.checkpoint.save_model:
             save_start = time.perf_counter()
-            save_inference_model(out / "model", outputs.state, outputs.config, scalers=outputs.pretrained.splits.scalers,
-                                 nets=outputs.pretrained.nets, input_dims=data.view_dims,
-                                 view_names=data.view_names, dataset=dataset, seed=seed,
-                                 centres=outputs.evaluation.centres,
-                                 extra_metadata={"history": result["training"], "health": result["test"]["health"],
-                                                 "resolved_defaults": result["resolved_defaults"]})
+            save_inference_model(
+                out / "model",
+                outputs.state,
+                outputs.config,
+                scalers=outputs.pretrained.splits.scalers,
+                nets=outputs.pretrained.nets,
+                input_dims=data.view_dims,
+                view_names=data.view_names,
+                dataset=dataset,
+                seed=seed,
+                centres=outputs.evaluation.centres,
+                extra_metadata={
+                    "history": result["training"],
+                    "health": result["test"]["health"],
+                    "resolved_defaults": result["resolved_defaults"],
+                },
+            )
             result["timing"]["model_save_seconds"] = time.perf_counter() - save_start
         result["timing"]["total_seconds"] = time.perf_counter() - start
         write_json_atomic(out / "metrics.json", result)
         if figure:
             from specrage_jax.runs.plots import plot_embedding
 
-            plot_embedding(outputs.evaluation.y_test, outputs.pretrained.splits.test_labels,
-                           outputs.evaluation.alpha_test,
-                           out / "embedding.png", title=dataset, view_names=data.view_names)
+            plot_embedding(
+                outputs.evaluation.y_test,
+                outputs.pretrained.splits.test_labels,
+                outputs.evaluation.alpha_test,
+                out / "embedding.png",
+                title=dataset,
+                view_names=data.view_names,
+            )
     else:
         result["timing"]["total_seconds"] = time.perf_counter() - start
     if ckpt_dir is not None:
@@ -267,10 +390,18 @@ def _run_loaded(data: MultiViewData | StreamedViews, dataset: str, config: Exper
     return result
 
 
-def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: int, dataset: str | None = None,
-                       ckpt_dir: Path | None = None, resume: bool = False, mesh: Mesh | None = None,
-                       eval_max_rows: int | None = None,
-                       report: Callable[[dict[str, Any], tuple[Stage, ...]], None] | None = None) -> RunOutputs:
+def train_and_evaluate(
+    data: MultiViewData | StreamedViews,
+    config: ExperimentConfig,
+    *,
+    seed: int,
+    dataset: str | None = None,
+    ckpt_dir: Path | None = None,
+    resume: bool = False,
+    mesh: Mesh | None = None,
+    eval_max_rows: int | None = None,
+    report: Callable[[dict[str, Any], tuple[Stage, ...]], None] | None = None,
+) -> RunOutputs:
     """Split, preprocess, pre-train, train (checkpointing into ``ckpt_dir`` when given; continuing
     from it with ``resume``) and evaluate; ``config.model.n_components`` must be set. ``dataset``
     names the data in the record (default ``data.name``). ``data`` may be a ``StreamedViews``
@@ -281,10 +412,16 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
     dataset = dataset or data.name
     splits = prepare_splits(data, config, seed=seed)
     config, resolved = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
-    check_training_sizes(n_samples=len(data.labels), n_train=len(splits.train_labels),
-                         batch_size=config.train.batch_size, n_neighbors=config.graph.n_neighbors,
-                         n_components=config.model.n_components, n_clusters=data.n_classes,
-                         n_test=len(splits.test_labels), what=f"dataset {dataset!r}")
+    check_training_sizes(
+        n_samples=len(data.labels),
+        n_train=len(splits.train_labels),
+        batch_size=config.train.batch_size,
+        n_neighbors=config.graph.n_neighbors,
+        n_components=config.model.n_components,
+        n_clusters=data.n_classes,
+        n_test=len(splits.test_labels),
+        what=f"dataset {dataset!r}",
+    )
     if report is not None:
         report(resolved, stage_plan(config, n_train=len(splits.train_labels), n_views=len(data.view_dims)))
     train_start = time.perf_counter()
@@ -294,13 +431,24 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
     fit_start = time.perf_counter()
     checkpointer = None
     if ckpt_dir is not None:
-        checkpointer = TrainingCheckpointer(ckpt_dir, every_epochs=config.checkpoint.every_epochs,
-                                            keep=config.checkpoint.keep, min_seconds=config.checkpoint.min_seconds,
-                                            model_config=config.model,
-                                            metadata={"dataset": dataset, "seed": seed})
+        checkpointer = TrainingCheckpointer(
+            ckpt_dir,
+            every_epochs=config.checkpoint.every_epochs,
+            keep=config.checkpoint.keep,
+            min_seconds=config.checkpoint.min_seconds,
+            model_config=config.model,
+            metadata={"dataset": dataset, "seed": seed},
+        )
     try:
-        state, history = train_on_splits(pretrained.splits, config, seed=seed, codes=pretrained.codes,
-                                         checkpointer=checkpointer, resume=resume, mesh=mesh)
+        state, history = train_on_splits(
+            pretrained.splits,
+            config,
+            seed=seed,
+            codes=pretrained.codes,
+            checkpointer=checkpointer,
+            resume=resume,
+            mesh=mesh,
+        )
     finally:
         if checkpointer is not None:
             checkpointer.close()
@@ -310,22 +458,25 @@ def train_and_evaluate(data: MultiViewData, config: ExperimentConfig, *, seed: i
     train_seconds = time.perf_counter() - train_start
     eval_start = time.perf_counter()
     streamed = isinstance(data, StreamedViews)
-    evaluation = evaluate_state(state, pretrained.splits, config, seed=seed,
-                                                      max_rows=eval_max_rows if streamed else None)
+    evaluation = evaluate_state(
+        state, pretrained.splits, config, seed=seed, max_rows=eval_max_rows if streamed else None
+    )
     ps = pretrained.splits
     result: dict[str, Any] = {
-        "dataset": dataset, "seed": seed,
+        "dataset": dataset,
+        "seed": seed,
         "n_samples": {"train": len(ps.train_labels), "val": len(ps.val_labels), "test": len(ps.test_labels)},
         "view_dims": list(data.view_dims),
         "test": evaluation.metrics,
         "timing": {"train_seconds": train_seconds, **stage_seconds, "eval_seconds": time.perf_counter() - eval_start},
-        "training": {**history.as_dict(),
-                     "resumed_from_epoch": None if checkpointer is None else checkpointer.resumed_from},
+        "training": {
+            **history.as_dict(),
+            "resumed_from_epoch": None if checkpointer is None else checkpointer.resumed_from,
+        },
         "config": config_to_dict(config),
         "resolved_defaults": resolved,
         "environment": environment_info(),
     }
-    if streamed:
+    if isinstance(data, StreamedViews):  # i.e. streamed
         result["stream"] = {"directory": str(data.source.directory), "storage_dtype": data.source.meta["dtype"]}
-    return RunOutputs(result=result, state=state, pretrained=pretrained, evaluation=evaluation,
-                      config=config)
+    return RunOutputs(result=result, state=state, pretrained=pretrained, evaluation=evaluation, config=config)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -27,8 +27,13 @@ def two_d_projection(y: np.ndarray, *, seed: int = 0, max_tsne: int = 5000) -> t
 
 
 def plot_embedding(
-    y: np.ndarray, labels: np.ndarray, view_weights: np.ndarray, path: str | Path, *,
-    title: str, view_names: Sequence[str] | None = None,
+    y: np.ndarray,
+    labels: np.ndarray,
+    view_weights: np.ndarray,
+    path: str | Path,
+    *,
+    title: str,
+    view_names: Sequence[str] | None = None,
 ) -> Path:
     """Writes a PNG: left, a 2-D projection of y (n, k) coloured by true class; right, the
     distribution of each view's weight alpha (n, V) over the samples."""
@@ -42,7 +47,9 @@ def plot_embedding(
     fig, (ax_emb, ax_w) = plt.subplots(1, 2, figsize=(11, 4.6))
     xy, method = two_d_projection(y)
     scatter = ax_emb.scatter(xy[:, 0], xy[:, 1], c=labels, cmap="tab10", s=8, alpha=0.8)
-    ax_emb.set(title=f"{title}: test embedding ({method} of k={y.shape[1]})", xlabel=f"{method} 1", ylabel=f"{method} 2")
+    ax_emb.set(
+        title=f"{title}: test embedding ({method} of k={y.shape[1]})", xlabel=f"{method} 1", ylabel=f"{method} 2"
+    )
     ax_emb.legend(*scatter.legend_elements(), title="class", fontsize=7, loc="best", markerscale=0.8)
     bins = np.linspace(0.0, 1.0, 41)
     for v, name in enumerate(names):
@@ -76,6 +83,7 @@ def figure_script_parser(doc: str | None, *, dataset: str) -> argparse.ArgumentP
     parser.add_argument("--dataset", default=dataset)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", default=None, help="where real datasets live (default: $SPECRAGE_DATA)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override (repeatable)")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)"
+    )
     return parser

@@ -26,18 +26,19 @@ import hashlib
 import json
 import math
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
-from specrage_jax.evaluation.alignment import AlignmentConfig, train_alignment
 from specrage_jax.config import ExperimentConfig, apply_overrides, config_to_dict
-from specrage_jax.data.contamination import inject_noise, inject_outliers
 from specrage_jax.data import MultiViewData, split_indices
+from specrage_jax.data.contamination import inject_noise, inject_outliers
+from specrage_jax.evaluation.alignment import AlignmentConfig, train_alignment
 from specrage_jax.evaluation.metrics import kmeans_metrics
-from specrage_jax.runs.prepare import PreparedSplits, SplitCodes, prepare_splits, pretrain, with_n_components
 from specrage_jax.runs.experiment import evaluate_state, train_on_splits
+from specrage_jax.runs.prepare import PreparedSplits, SplitCodes, prepare_splits, pretrain, with_n_components
 
 KINDS = ("outliers", "noise")
 CLEAN = "clean"
@@ -65,7 +66,8 @@ class Method:
 def learnable_weight_overrides(dataset: str) -> tuple[str, ...]:
     """Overrides for per-sample learnable view weights without collapse: alpha only in the
     fusion (``graph.weights_in_affinity=false``) at the paper's temperature (BDGP T 250; blobs
-    and Handwritten T 90). Chosen earlier on validation ACC (BUILD_NOTES.md, "Robustness and view weighting"), not on test."""
+    and Handwritten T 90). Chosen earlier on validation ACC, not on test (BUILD_NOTES.md, "Robustness
+    and view weighting")."""
     temperature = {"bdgp": 250.0}.get(dataset.split(":")[0], 90.0)
     return (f"model.temperature={temperature:g}", "graph.weights_in_affinity=false")
 
@@ -85,13 +87,15 @@ def subsample(data: MultiViewData, max_samples: int, *, seed: int) -> MultiViewD
         return data
     from sklearn.model_selection import train_test_split
 
-    keep, _ = train_test_split(np.arange(data.n_samples), train_size=max_samples, stratify=data.labels,
-                               random_state=seed)
+    keep, _ = train_test_split(
+        np.arange(data.n_samples), train_size=max_samples, stratify=data.labels, random_state=seed
+    )
     return data.subset(np.sort(keep))
 
 
-def contaminate(data: MultiViewData, kind: str, fraction: float, *, seed: int,
-                spec: ContaminationSpec) -> tuple[MultiViewData, np.ndarray]:
+def contaminate(
+    data: MultiViewData, kind: str, fraction: float, *, seed: int, spec: ContaminationSpec
+) -> tuple[MultiViewData, np.ndarray]:
     """The dataset with ``fraction`` of its samples contaminated, and the (n, V) bool mask.
 
     kind: "outliers" | "noise" | "clean" (fraction ignored: the data unchanged, an all-False mask).
@@ -121,10 +125,14 @@ def alignment_config(config: ExperimentConfig, n_train: int) -> AlignmentConfig:
     batch = min(config.train.batch_size, n_train)
     steps_per_epoch = math.ceil(n_train / batch)
     specrage_steps = config.train.epochs * (config.train.steps_per_epoch or steps_per_epoch)
-    return AlignmentConfig(hidden=config.model.view_hidden, n_components=config.model.n_components,
-                           n_neighbors=min(config.graph.n_neighbors, batch - 1),
-                           learning_rate=config.train.learning_rate, batch_size=batch,
-                           epochs=max(1, math.ceil(specrage_steps / steps_per_epoch)))
+    return AlignmentConfig(
+        hidden=config.model.view_hidden,
+        n_components=config.model.n_components,
+        n_neighbors=min(config.graph.n_neighbors, batch - 1),
+        learning_rate=config.train.learning_rate,
+        batch_size=batch,
+        epochs=max(1, math.ceil(specrage_steps / steps_per_epoch)),
+    )
 
 
 def method_config(base: ExperimentConfig, method: Method, n_classes: int) -> ExperimentConfig:
@@ -152,16 +160,22 @@ def mean_weights(alpha: np.ndarray, rows: np.ndarray) -> list[float] | None:
     return [float(w) for w in alpha[rows].mean(axis=0)] if rows.any() else None
 
 
-def evaluate_specrage(splits: PreparedSplits, codes: SplitCodes | None, config: ExperimentConfig, *, seed: int,
-                      test_mask: np.ndarray) -> dict[str, Any]:
+def evaluate_specrage(
+    splits: PreparedSplits, codes: SplitCodes | None, config: ExperimentConfig, *, seed: int, test_mask: np.ndarray
+) -> dict[str, Any]:
     """Trains SpecRaGE on the splits; test k-means metrics and the mean view weights of the
     contaminated / clean test rows (test_mask (n_test, V) bool)."""
     state, history = train_on_splits(splits, config, seed=seed, codes=codes)
     evaluation = evaluate_state(state, splits, config, seed=seed)
     metrics, alpha = evaluation.metrics, evaluation.alpha_test
-    hit = test_mask.any(axis=1)
-    return {**metrics["kmeans"], "steps": history.steps, "mean_view_weights": metrics["mean_view_weights"],
-            "weights_contaminated_rows": mean_weights(alpha, hit), "weights_clean_rows": mean_weights(alpha, ~hit)}
+    hit = cast(np.ndarray, test_mask.any(axis=1))  # (n_test,): test_mask is 2-D
+    return {
+        **metrics["kmeans"],
+        "steps": history.steps,
+        "mean_view_weights": metrics["mean_view_weights"],
+        "weights_contaminated_rows": mean_weights(alpha, hit),
+        "weights_clean_rows": mean_weights(alpha, ~hit),
+    }
 
 
 def evaluate_alignment(splits: PreparedSplits, config: ExperimentConfig, *, seed: int) -> dict[str, Any]:
@@ -169,8 +183,9 @@ def evaluate_alignment(splits: PreparedSplits, config: ExperimentConfig, *, seed
     test embedding."""
     model = train_alignment(splits.train, alignment_config(config, len(splits.train_labels)), seed=seed)
     embedding = model.transform(splits.test)
-    metrics = kmeans_metrics(embedding, splits.test_labels, n_clusters=config.model.n_components, seed=seed,
-                             n_init=config.eval.kmeans_n_init)
+    metrics = kmeans_metrics(
+        embedding, splits.test_labels, n_clusters=config.model.n_components, seed=seed, n_init=config.eval.kmeans_n_init
+    )
     return {**metrics, "epochs": model.config.epochs}
 
 
@@ -184,13 +199,20 @@ class LevelRun:
     methods: tuple[Method, ...]
 
 
-def run_level(data: MultiViewData, level: LevelRun, base: ExperimentConfig, *, spec: ContaminationSpec,
-              on_result: Callable[[Method, dict[str, Any]], None]) -> None:
+def run_level(
+    data: MultiViewData,
+    level: LevelRun,
+    base: ExperimentConfig,
+    *,
+    spec: ContaminationSpec,
+    on_result: Callable[[Method, dict[str, Any]], None],
+) -> None:
     """Contaminates, splits, pre-trains once per pre-training key, trains every method and
     hands each result to ``on_result`` as soon as it exists."""
     dirty, mask = contaminate(data, level.kind, level.fraction, seed=level.seed, spec=spec)
-    test_rows = split_indices(data.labels, seed=level.seed, test_fraction=base.data.test_fraction,
-                              val_fraction=base.data.val_fraction).test
+    test_rows = split_indices(
+        data.labels, seed=level.seed, test_fraction=base.data.test_fraction, val_fraction=base.data.val_fraction
+    ).test
     splits = prepare_splits(dirty, base, seed=level.seed)
     pretrained: dict[str, tuple[PreparedSplits, SplitCodes | None, float]] = {}
     for method in level.methods:
@@ -211,8 +233,9 @@ def run_level(data: MultiViewData, level: LevelRun, base: ExperimentConfig, *, s
         on_result(method, result)
 
 
-def summarize_curves(runs: Sequence[dict[str, Any]], methods: Iterable[str], kinds: Sequence[str],
-                     fractions: Sequence[float]) -> dict[str, Any]:
+def summarize_curves(
+    runs: Sequence[dict[str, Any]], methods: Iterable[str], kinds: Sequence[str], fractions: Sequence[float]
+) -> dict[str, Any]:
     """{kind: {method: {"fractions", "acc_mean", "degradation_mean", "degradation_std", "n_seeds",
     "clean_acc_mean"}}} from run records ({"method", "kind", "fraction", "seed", "acc"}). A level
     lacking a run (or its seed's clean run) is NaN, written as null."""
@@ -221,11 +244,22 @@ def summarize_curves(runs: Sequence[dict[str, Any]], methods: Iterable[str], kin
     for kind in kinds:
         curves[kind] = {}
         for name in methods:
-            rows = {"fractions": list(fractions), "acc_mean": [], "degradation_mean": [], "degradation_std": [],
-                    "n_seeds": []}
+            rows: dict[str, Any] = {
+                "fractions": list(fractions),
+                "acc_mean": [],
+                "degradation_mean": [],
+                "degradation_std": [],
+                "n_seeds": [],
+            }
             for fraction in fractions:
-                cell = [r for r in runs if r["method"] == name and r["kind"] == kind
-                        and math.isclose(r["fraction"], fraction) and (name, r["seed"]) in clean]
+                cell = [
+                    r
+                    for r in runs
+                    if r["method"] == name
+                    and r["kind"] == kind
+                    and math.isclose(r["fraction"], fraction)
+                    and (name, r["seed"]) in clean
+                ]
                 drops = [relative_degradation(clean[(name, r["seed"])], r["acc"]) for r in cell]
                 rows["acc_mean"].append(_mean([r["acc"] for r in cell]))
                 rows["degradation_mean"].append(_mean(drops))
@@ -240,8 +274,14 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
-def pending_levels(methods: Sequence[Method], signatures: dict[str, str], done: set[tuple[str, str, float, int]],
-                   kinds: Sequence[str], fractions: Sequence[float], seeds: Sequence[int]) -> list[LevelRun]:
+def pending_levels(
+    methods: Sequence[Method],
+    signatures: dict[str, str],
+    done: set[tuple[str, str, float, int]],
+    kinds: Sequence[str],
+    fractions: Sequence[float],
+    seeds: Sequence[int],
+) -> list[LevelRun]:
     """The cells still to run: the clean ones first, then the largest fraction first (both kinds,
     every seed), so a job cut short has the most telling levels; ``done`` holds (signature,
     kind, fraction, seed) of the runs already recorded."""
@@ -278,12 +318,16 @@ class CurveSpec:
 
 def protocol_record(dataset: str, spec: CurveSpec) -> dict[str, Any]:
     """The part of the protocol that changes a run's result besides its configuration."""
-    return {"dataset": dataset, "max_samples": spec.max_samples,
-            "contamination": dataclasses.asdict(spec.contamination)}
+    return {
+        "dataset": dataset,
+        "max_samples": spec.max_samples,
+        "contamination": dataclasses.asdict(spec.contamination),
+    }
 
 
-def method_signatures(dataset: str, spec: CurveSpec, base: ExperimentConfig, methods: Sequence[Method],
-                      n_classes: int) -> dict[str, str]:
+def method_signatures(
+    dataset: str, spec: CurveSpec, base: ExperimentConfig, methods: Sequence[Method], n_classes: int
+) -> dict[str, str]:
     """{method name: run signature}; ValueError for two methods with one name."""
     names = [m.name for m in methods]
     if len(set(names)) != len(names):
@@ -300,15 +344,24 @@ def adopt_runs(known: Iterable[dict[str, Any]], signatures: dict[str, str]) -> l
     for run in known:
         sig = run.get("signature")
         if sig in by_signature:
-            adopted.setdefault((sig, run["kind"], float(run["fraction"]), int(run["seed"])),
-                               {**run, "method": by_signature[sig]})
+            adopted.setdefault(
+                (sig, run["kind"], float(run["fraction"]), int(run["seed"])), {**run, "method": by_signature[sig]}
+            )
     return list(adopted.values())
 
 
-def run_curves(dataset: str, load: Callable[[int], MultiViewData], methods: Sequence[Method],
-               base: ExperimentConfig, spec: CurveSpec, *, known_runs: Iterable[dict[str, Any]] = (),
-               on_update: Callable[[list[dict[str, Any]], dict[str, Any]], None] = lambda runs, curves: None,
-               log: Callable[[str], None] = print, run_missing: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def run_curves(
+    dataset: str,
+    load: Callable[[int], MultiViewData],
+    methods: Sequence[Method],
+    base: ExperimentConfig,
+    spec: CurveSpec,
+    *,
+    known_runs: Iterable[dict[str, Any]] = (),
+    on_update: Callable[[list[dict[str, Any]], dict[str, Any]], object] = lambda runs, curves: None,
+    log: Callable[[str], None] = print,
+    run_missing: bool = True,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Runs every missing (method, kind, fraction, seed) cell plus the clean runs, reusing
     ``known_runs`` with matching signatures; calls ``on_update(runs, curves)`` after every run
     (so a long job can write partial results). ``load(seed)`` gives the full dataset of a seed.
@@ -328,10 +381,20 @@ def run_curves(dataset: str, load: Callable[[int], MultiViewData], methods: Sequ
             data_seed, data = level.seed, subsample(load(level.seed), spec.max_samples, seed=level.seed)
 
         def record(method: Method, result: dict[str, Any], level: LevelRun = level) -> None:
-            runs.append({"method": method.name, "signature": signatures[method.name], "kind": level.kind,
-                         "fraction": level.fraction, "seed": level.seed, **result})
-            log(f"{dataset} {method.name} {level.kind} {level.fraction:.0%} seed {level.seed}: "
-                f"ACC {result['acc']:.4f} ({result['seconds']:.0f} s)")
+            runs.append(
+                {
+                    "method": method.name,
+                    "signature": signatures[method.name],
+                    "kind": level.kind,
+                    "fraction": level.fraction,
+                    "seed": level.seed,
+                    **result,
+                }
+            )
+            log(
+                f"{dataset} {method.name} {level.kind} {level.fraction:.0%} seed {level.seed}: "
+                f"ACC {result['acc']:.4f} ({result['seconds']:.0f} s)"
+            )
             on_update(runs, summarize())
 
         run_level(data, level, base, spec=spec.contamination, on_result=record)
@@ -354,8 +417,12 @@ def plot_curves(curves: dict[str, Any], path: Any, *, title: str) -> None:
             err = np.asarray([0.0 if v is None else v for v in rows["degradation_std"]], float)
             ax.errorbar(x, y, yerr=err if err.any() else None, marker="o", ms=4, capsize=3, label=name)
         ax.axhline(0.0, color="grey", lw=0.8, ls=":")
-        ax.set(xlabel=f"contaminated samples (%), {kind}", ylabel="relative ACC degradation (%)",
-               title=f"{title}: {kind}", xticks=100 * np.asarray(next(iter(by_method.values()))["fractions"]))
+        ax.set(
+            xlabel=f"contaminated samples (%), {kind}",
+            ylabel="relative ACC degradation (%)",
+            title=f"{title}: {kind}",
+            xticks=100 * np.asarray(next(iter(by_method.values()))["fractions"]),
+        )
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -363,6 +430,7 @@ def plot_curves(curves: dict[str, Any], path: Any, *, title: str) -> None:
 
 
 # --- the experiment scripts' shared command line and result file --------------------------------
+
 
 def add_curve_arguments(parser: Any) -> None:
     """The arguments both curve scripts take (argparse.ArgumentParser)."""
@@ -372,18 +440,37 @@ def add_curve_arguments(parser: Any) -> None:
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     parser.add_argument("--max-samples", type=int, default=0, help="stratified subset of this many rows (0: all)")
     parser.add_argument("--outlier-view", type=int, default=0, help="the view that receives the outliers")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override for every method (applied last: after the dataset preset and the method's own)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for every method (applied last: after the dataset preset and the method's own)",
+    )
     parser.add_argument("--resume", action="store_true", help="keep the runs already in the output file")
-    parser.add_argument("--reuse", action="append", default=[], metavar="JSON",
-                        help="also take matching runs (same signature) from this result file")
-    parser.add_argument("--no-run", action="store_true",
-                        help="train nothing: rewrite the JSON and figure from the recorded runs (with --resume/--reuse)")
+    parser.add_argument(
+        "--reuse",
+        action="append",
+        default=[],
+        metavar="JSON",
+        help="also take matching runs (same signature) from this result file",
+    )
+    parser.add_argument(
+        "--no-run",
+        action="store_true",
+        help="train nothing: rewrite the JSON and figure from the recorded runs (with --resume/--reuse)",
+    )
 
 
 def spec_from_args(args: Any) -> CurveSpec:
-    return CurveSpec(kinds=tuple(args.kinds), fractions=tuple(args.fractions), seeds=tuple(args.seeds),
-                     max_samples=args.max_samples, contamination=ContaminationSpec(outlier_view=args.outlier_view))
+    return CurveSpec(
+        kinds=tuple(args.kinds),
+        fractions=tuple(args.fractions),
+        seeds=tuple(args.seeds),
+        max_samples=args.max_samples,
+        contamination=ContaminationSpec(outlier_view=args.outlier_view),
+    )
 
 
 def recorded_runs(paths: Iterable[Any]) -> list[dict[str, Any]]:
@@ -397,8 +484,9 @@ def recorded_runs(paths: Iterable[Any]) -> list[dict[str, Any]]:
     return runs
 
 
-def write_curve_file(args: Any, dataset: str, methods: Sequence[Method], out: Any, *, title: str,
-                     protocol: str) -> dict[str, Any]:
+def write_curve_file(
+    args: Any, dataset: str, methods: Sequence[Method], out: Any, *, title: str, protocol: str
+) -> dict[str, Any]:
     """Runs the curves of ``methods`` on ``dataset`` and writes ``out`` (JSON, rewritten after
     every run, "complete" false until the end) and the PNG beside it. Returns the payload."""
     from pathlib import Path
@@ -414,11 +502,16 @@ def write_curve_file(args: Any, dataset: str, methods: Sequence[Method], out: An
     # --set comes last, so it wins over a method's own overrides (e.g. another temperature)
     methods = [dataclasses.replace(m, overrides=(*m.overrides, *args.overrides)) for m in methods]
     header = {
-        "dataset": dataset, "protocol": protocol, "metric": "test k-means ACC; degradation = "
-        "100 (ACC_clean - ACC) / ACC_clean per seed, mean/std over seeds",
-        "kinds": list(spec.kinds), "fractions": list(spec.fractions), "seeds": list(spec.seeds),
-        "n_seeds": len(spec.seeds), "max_samples": spec.max_samples,
-        "contamination": dataclasses.asdict(spec.contamination), "base_overrides": list(args.overrides),
+        "dataset": dataset,
+        "protocol": protocol,
+        "metric": "test k-means ACC; degradation = 100 (ACC_clean - ACC) / ACC_clean per seed, mean/std over seeds",
+        "kinds": list(spec.kinds),
+        "fractions": list(spec.fractions),
+        "seeds": list(spec.seeds),
+        "n_seeds": len(spec.seeds),
+        "max_samples": spec.max_samples,
+        "contamination": dataclasses.asdict(spec.contamination),
+        "base_overrides": list(args.overrides),
         "methods": {m.name: {"overrides": list(m.overrides), "alignment": m.alignment} for m in methods},
         "environment": environment_info(),
     }
@@ -429,11 +522,20 @@ def write_curve_file(args: Any, dataset: str, methods: Sequence[Method], out: An
         return payload
 
     known = recorded_runs(([out] if args.resume else []) + list(args.reuse))
-    runs, curves = run_curves(dataset, lambda seed: load_dataset(dataset, seed=seed, data_dir=args.data_dir),
-                              methods, base, spec, known_runs=known, on_update=save,
-                              log=lambda line: print(line, flush=True), run_missing=not args.no_run)
-    complete = all(n == len(spec.seeds) for by_method in curves.values() for rows in by_method.values()
-                   for n in rows["n_seeds"])
+    runs, curves = run_curves(
+        dataset,
+        lambda seed: load_dataset(dataset, seed=seed, data_dir=args.data_dir),
+        methods,
+        base,
+        spec,
+        known_runs=known,
+        on_update=save,
+        log=lambda line: print(line, flush=True),
+        run_missing=not args.no_run,
+    )
+    complete = all(
+        n == len(spec.seeds) for by_method in curves.values() for rows in by_method.values() for n in rows["n_seeds"]
+    )
     payload = save(runs, curves, complete=complete)
     plot_curves(curves, out.with_suffix(".png"), title=title)
     return payload

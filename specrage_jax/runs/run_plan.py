@@ -33,18 +33,47 @@ def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple
     stages = []
     if config.autoencoder.enabled:
         m = min(config.autoencoder.batch_size, n_train)
-        stages.append(Stage("autoencoders", n_views, config.autoencoder.epochs, n_train // m, m, "rows",
-                            "--autoencoder-epochs (autoencoder.epochs)"))
+        stages.append(
+            Stage(
+                "autoencoders",
+                n_views,
+                config.autoencoder.epochs,
+                n_train // m,
+                m,
+                "rows",
+                "--autoencoder-epochs (autoencoder.epochs)",
+            )
+        )
     if config.siamese.enabled:
         rows = min(config.siamese.max_samples or n_train, n_train)
         pairs = rows * 2 * config.siamese.n_positive
         m = min(config.siamese.batch_size, pairs)
-        stages.append(Stage("Siamese nets", n_views, config.siamese.epochs, pairs // m, m, "pairs",
-                            "--siamese-epochs (siamese.epochs)", note=f"{pairs} pairs from {rows} rows"))
+        stages.append(
+            Stage(
+                "Siamese nets",
+                n_views,
+                config.siamese.epochs,
+                pairs // m,
+                m,
+                "pairs",
+                "--siamese-epochs (siamese.epochs)",
+                note=f"{pairs} pairs from {rows} rows",
+            )
+        )
     m = min(config.train.batch_size, n_train)
     steps = config.train.steps_per_epoch or math.ceil(n_train / m)
-    stages.append(Stage("SpecRaGE", 1, config.train.epochs, steps, m, "rows", "--epochs (train.epochs)",
-                        note="at most: the plateau schedule may stop it earlier"))
+    stages.append(
+        Stage(
+            "SpecRaGE",
+            1,
+            config.train.epochs,
+            steps,
+            m,
+            "rows",
+            "--epochs (train.epochs)",
+            note="at most: the plateau schedule may stop it earlier",
+        )
+    )
     return tuple(stages)
 
 
@@ -55,6 +84,8 @@ def format_plan(stages: tuple[Stage, ...]) -> list[str]:
     for i, stage in enumerate(stages, 1):
         nets = f"{stage.nets} nets x " if stage.nets > 1 else ""
         note = f"; {stage.note}" if stage.note else ""
-        lines.append(f"{i}. {stage.name}: {nets}{stage.epochs} epochs x {stage.steps_per_epoch} steps of "
-                     f"{stage.batch} {stage.unit} ({stage.total_steps:,} steps{note}; bound by {stage.bound_by})")
+        lines.append(
+            f"{i}. {stage.name}: {nets}{stage.epochs} epochs x {stage.steps_per_epoch} steps of "
+            f"{stage.batch} {stage.unit} ({stage.total_steps:,} steps{note}; bound by {stage.bound_by})"
+        )
     return lines

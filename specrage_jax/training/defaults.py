@@ -125,8 +125,8 @@ def eigengap_neighbor_count(
             graphs = [sparse_gaussian_graph(d2[:, :l], idx[:, :l], sigma_neighbor=l) for d2, idx in neighbors]
             mean_graph = sum(graphs[1:], graphs[0]) / len(graphs)
             scores[l] = eigengap_score(_bottom_normalized_spectrum(mean_graph.tocsr(), n_clusters + 1), n_clusters)
-    l = choose_neighbor_count(scores)
-    return (max(1, min(m // 3, m - 1)) if l is None else l), scores
+    chosen = choose_neighbor_count(scores)
+    return (max(1, min(m // 3, m - 1)) if chosen is None else chosen), scores
 
 
 def choose_neighbor_count(scores: dict[int, float]) -> int | None:
