@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from specrage_jax.api.estimator import SpecRaGE
 from specrage_jax.api.pipeline import load_pipeline, save_inference_model
 from specrage_jax.cli import main
 from specrage_jax.config import (
@@ -301,8 +302,10 @@ def test_cli_embed_equals_in_process_embedding(tmp_path, capsys, trained, autoen
     assert y.shape == (300, 3) and not np.allclose(inputs[0], rows[0])
     pipeline = load_pipeline(tmp_path / "run")
     assert pipeline.model.metadata["dataset"] == "blobs" and (pipeline.encoders is not None) == autoencoder
-    with pytest.raises(ValueError, match=r"input: view 1 \(rotated\) has 3 features, the model was trained on 2"):
-        pipeline.transform([rows[0], np.zeros((300, 3))])
+    loaded = SpecRaGE.load(tmp_path / "run")
+    assert (loaded.autoencoders_ is not None) == autoencoder
+    with pytest.raises(ValueError, match=r"X: view 1 has 3 features, but SpecRaGE is expecting 2"):
+        loaded.transform([rows[0], np.zeros((300, 3))])
 
 
 def test_cli_embed_names_the_wrong_view(tmp_path, capsys, trained):
@@ -364,4 +367,4 @@ def test_saved_pipeline_reapplies_row_normalization(tmp_path, trained):
     expected, _ = embed(state, apply_view_scalers(scalers, rows), batch_size=128)
     restored = load_pipeline(tmp_path / "run")
     assert all(s.unit_rows for s in restored.scalers)
-    np.testing.assert_array_equal(restored.transform(rows)[0], expected)
+    np.testing.assert_array_equal(SpecRaGE.load(tmp_path / "run").transform(rows), expected)

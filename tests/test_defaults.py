@@ -315,5 +315,5 @@ def test_cli_resolves_prints_and_records_the_defaults_of_a_file_dataset(tmp_path
     assert metrics["config"]["train"]["epochs"] == 2 and "train.epochs" not in resolved  # explicit wins
     pipeline = load_pipeline(out)
     assert pipeline.scalers[0].components is None and pipeline.scalers[1].components is not None
-    y, _ = pipeline.transform([x, sparse_counts(180, 120, seed=11)])
+    y = SpecRaGE.load(out).transform([x, sparse_counts(180, 120, seed=11)])
     np.testing.assert_allclose(np.linalg.norm(y, axis=1), 1.0, rtol=1e-5)

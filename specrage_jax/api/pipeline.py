@@ -98,36 +98,6 @@ class InferencePipeline:
         """The autoencoders whose encoders map the scaled views to the network's inputs (or None)."""
         return self.nets.autoencoders
 
-    def check_views(self, views: Sequence[np.ndarray], *, what: str = "input") -> tuple[np.ndarray, ...]:
-        """The views as float32 arrays (NaN kept) after checking their count and widths."""
-        arrays = as_view_arrays(views, what=what, allow_missing=True)
-        if len(arrays) != len(self.input_dims):
-            raise ValueError(
-                f"{what}: {len(arrays)} views given, the model was trained on {len(self.input_dims)} "
-                f"({', '.join(f'{n}: {d} features' for n, d in zip(self.view_names, self.input_dims))})"
-            )
-        for v, (array, dim) in enumerate(zip(arrays, self.input_dims)):
-            if array.shape[1] != dim:
-                raise ValueError(
-                    f"{what}: view {v} ({self.view_names[v]}) has {array.shape[1]} features, "
-                    f"the model was trained on {dim}"
-                )
-        return arrays
-
-    def transform(
-        self, views: Sequence[np.ndarray], *, mask: Any = None, batch_size: int = 4096
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(Y (n, k), view weights (n, V)) of raw views (:func:`embed_views`)."""
-        return embed_views(
-            self.model.state,
-            self.check_views(views),
-            scalers=self.scalers,
-            encoders=self.encoders,
-            mask=mask,
-            batch_size=batch_size,
-            what="input",
-        )
-
 
 def save_inference_model(
     directory: str | Path,

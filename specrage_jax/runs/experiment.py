@@ -254,22 +254,11 @@ def run_experiment(
     """
     start = time.perf_counter()
     streamed = should_stream(dataset, stream, data_dir)
-    if not streamed:
-        loaded = load_dataset(dataset, seed=seed, data_dir=data_dir)
-        return _run_loaded(
-            loaded,
-            dataset,
-            config,
-            seed=seed,
-            out_dir=out_dir,
-            data_dir=data_dir,
-            figure=figure,
-            resume=resume,
-            mesh=mesh,
-            start=start,
-            report=report,
-        )
-    data = open_streamed_dataset(dataset, seed=seed, data_dir=data_dir, cache_dir=cache_dir)
+    data: MultiViewData | StreamedViews = (
+        open_streamed_dataset(dataset, seed=seed, data_dir=data_dir, cache_dir=cache_dir)
+        if streamed
+        else load_dataset(dataset, seed=seed, data_dir=data_dir)
+    )
     try:
         return _run_loaded(
             data,
@@ -282,11 +271,12 @@ def run_experiment(
             resume=resume,
             mesh=mesh,
             start=start,
-            eval_max_rows=eval_max_rows,
+            eval_max_rows=eval_max_rows if streamed else None,
             report=report,
         )
     finally:
-        data.close()
+        if isinstance(data, StreamedViews):
+            data.close()
 
 
 def _run_loaded(
