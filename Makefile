@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-all bench clean
+.PHONY: setup demo test pytest lint typecheck test-slow test-all bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +17,18 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/specrage train --dataset digits --out runs/digits-demo
 
-test: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q
+# The test command (README, CI): lint, format, types and the docs build, then the test suite.
+test: lint typecheck docs pytest
+
+pytest: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q --durations=15
+
+lint: $(STAMP)
+	$(BIN)/ruff check specrage_jax tests experiments docs/build.py
+	$(BIN)/ruff format --check specrage_jax tests experiments docs/build.py
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 test-slow: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m slow
@@ -28,3 +38,9 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
+
+# The user guide (docs/*.md) and the API reference (pdoc, every module of specrage_jax) into
+# docs/_build; open docs/_build/index.html. pdoc's warnings are errors (docs/build.py lists them).
+.PHONY: docs
+docs: $(STAMP)
+	$(BIN)/python docs/build.py --out docs/_build

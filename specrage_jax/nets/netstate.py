@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from chex import ArrayTree  # noqa: F401  # pdoc resolves optax.OptState (chex's self-referencing ArrayTree) here
 from flax import nnx, struct
 
 

@@ -13,8 +13,6 @@ Both are ``jax.jit``-compiled with the state donated; the NNX module is split on
 (graphdef, params, ortho) and merged inside, which costs far less per call than ``nnx.jit``.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from functools import partial
 from typing import Any, NamedTuple
