@@ -1,1 +1,2 @@
-"""api"""
+"""6. The user-facing layer: the scikit-learn estimator ``SpecRaGE``, the inference pipeline (raw
+views -> embedding) and how a fitted estimator is saved, loaded and pickled."""

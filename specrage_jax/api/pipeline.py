@@ -4,7 +4,7 @@
 ``SpecRaGE.load`` of a CLI run and ``specrage embed`` all go through it, so a sample gets the
 same row, bitwise, whichever of them embeds it.
 
-On disk (``specrage train --out DIR`` writes DIR/model): :func:`checkpoint.save_model` of the
+On disk (``specrage train --out DIR`` writes DIR/model): :func:`~specrage_jax.training.checkpoint.save_model` of the
 state, with the scalers' arrays and the pre-training nets (``training.pretrained``, the one
 save/restore path of those nets) as extra trees, and in the metadata what rebuilds them
 (configuration, input widths) plus the run's k-means centres, training history and health.
@@ -113,7 +113,7 @@ def save_inference_model(
     centres: np.ndarray | None = None,
     extra_metadata: dict[str, Any] | None = None,
 ) -> Path:
-    """:func:`checkpoint.save_model` of the state with the scalers' offset/scale per view, the
+    """:func:`~specrage_jax.training.checkpoint.save_model` of the state with the scalers' offset/scale per view, the
     pre-training ``nets`` (:func:`training.pretrained.pretrained_trees`), the k-means ``centres``
     (n_clusters, k) if given, and what rebuilds them (configuration, input dims).
     ``extra_metadata`` (JSON) is stored beside them (a run stores its history, health and
@@ -147,14 +147,14 @@ def load_pipeline(directory: str | Path) -> InferencePipeline:
     """The inference pipeline in DIR/model (a run's output directory) or DIR (a model directory).
 
     Raises:
-      CheckpointError: see :func:`checkpoint.load_model`.
+      CheckpointError: see :func:`~specrage_jax.training.checkpoint.load_model`.
     """
     path = model_directory(directory)
     return pipeline_from_model(read_model(path), path)
 
 
 def pipeline_from_model(model: LoadedModel, path: Path) -> InferencePipeline:
-    """The pipeline of a loaded model directory. A model saved by :func:`checkpoint.save_model`
+    """The pipeline of a loaded model directory. A model saved by :func:`~specrage_jax.training.checkpoint.save_model`
     without pipeline metadata (a bare model) embeds its inputs as given: no scaling, no encoders.
 
     Raises:

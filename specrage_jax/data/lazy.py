@@ -10,7 +10,7 @@ by accident.
 
 :class:`StreamedViews` is a labelled multi-view dataset whose views are :class:`MemmapRows` over a
 :class:`~specrage_jax.data.stream.MemmapViews` (labels, 8 bytes a sample, are in memory);
-:func:`split_streamed` splits it into index sets over the files, not copies.
+:meth:`StreamedViews.subset` splits it into index sets over the files, not copies.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def prepare_splits(data: MultiViewData | StreamedViews, config: ExperimentConfig
 def resolve_run_defaults(
     config: ExperimentConfig, splits: PreparedSplits, n_clusters: int, *, seed: int
 ) -> tuple[ExperimentConfig, dict[str, Any]]:
-    """:func:`defaults.resolve_defaults` on a run's training split (views streamed from disk are
+    """:func:`~specrage_jax.training.defaults.resolve_defaults` on a run's training split (views streamed from disk are
     sampled: at most FULL_BATCH_MAX rows); the record names each chosen value and why."""
     described = describe_preprocessing([s.kind for s in splits.scalers], config.data.preprocess)
     if not config.unresolved_fields():

@@ -314,7 +314,7 @@ class TrainingCheckpointer:
     Each holds the parameters, R^-1, the Adam state (learning rate injected), the step counter,
     view scales, and a JSON record of the plateau state, learning rate, history so far, the RNG
     state ((seed, next epoch): the batch streams are derived from it) and ``metadata``.
-    Implements ``train.EpochCheckpointer``; use as a context manager or call :meth:`close`.
+    Implements ``training.loop.EpochCheckpointer``; use as a context manager or call :meth:`close`.
     """
 
     def __init__(
