@@ -33,14 +33,8 @@ import sys
 from pathlib import Path
 
 from specrage_jax.config import FUSIONS
-from specrage_jax.runs.robustness import (
-    Method,
-    add_curve_arguments,
-    degradation_table,
-    learnable_weight_overrides,
-    paper_loss_overrides,
-    write_curve_file,
-)
+from specrage_jax.runs.robustness import Method, learnable_weight_overrides, paper_loss_overrides
+from specrage_jax.runs.robustness_report import add_curve_arguments, degradation_table, write_curve_file
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PAPER_LOSS = "weighting-eq4"

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from specrage_jax.config import config_to_dict
 from specrage_jax.data import load_dataset
 from specrage_jax.evaluation.metrics import kmeans_metrics, summarize_seeds
 from specrage_jax.nets.embed import embed
 from specrage_jax.ops.spectral import mean_laplacian_eigenvectors
+from specrage_jax.overrides import config_to_dict
 from specrage_jax.runs.experiment import evaluate_state, train_on_splits
 from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain
 from specrage_jax.runs.records import environment_info

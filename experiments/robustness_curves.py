@@ -37,13 +37,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from specrage_jax.runs.robustness import (
-    Method,
-    add_curve_arguments,
-    degradation_table,
-    paper_loss_overrides,
-    write_curve_file,
-)
+from specrage_jax.runs.robustness import Method, paper_loss_overrides
+from specrage_jax.runs.robustness_report import add_curve_arguments, degradation_table, write_curve_file
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("specrage", "alignment")

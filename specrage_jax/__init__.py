@@ -19,13 +19,13 @@ from specrage_jax.config import (
     ModelConfig,
     OrthoConfig,
     TrainConfig,
-    apply_overrides,
     preset,
 )
 from specrage_jax.data.views import ViewSplitter
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.model import OrthoWeight, SpecRaGENet
 from specrage_jax.nets.state import SpecRaGEState, create_state, predict
+from specrage_jax.overrides import apply_overrides
 from specrage_jax.training.checkpoint import LoadedModel, TrainingCheckpointer, load_model, save_model
 from specrage_jax.training.checkpoint_files import CheckpointError
 from specrage_jax.training.loop import History, fit

@@ -16,15 +16,7 @@ import pytest
 from sklearn.cluster import KMeans
 
 from specrage_jax import SpecRaGE
-from specrage_jax.config import (
-    AUTO_WIDTHS,
-    ExperimentConfig,
-    GraphConfig,
-    ModelConfig,
-    OrthoConfig,
-    apply_overrides,
-    preset,
-)
+from specrage_jax.config import AUTO_WIDTHS, ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, preset
 from specrage_jax.data.loaders import load_mat
 from specrage_jax.data.preprocess import (
     auto_view_kind,
@@ -35,6 +27,7 @@ from specrage_jax.data.preprocess import (
 from specrage_jax.evaluation.metrics import clustering_accuracy
 from specrage_jax.nets.state import create_state
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
+from specrage_jax.overrides import apply_overrides
 from specrage_jax.training.defaults import (
     DataShape,
     choose_neighbor_count,

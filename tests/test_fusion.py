@@ -11,13 +11,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from specrage_jax.config import (
-    FUSIONS,
-    GraphConfig,
-    ModelConfig,
-    OrthoConfig,
-    TrainConfig,
-)
+from specrage_jax.config import FUSIONS, GraphConfig, ModelConfig, OrthoConfig, TrainConfig
 from specrage_jax.data import make_blobs_views
 from specrage_jax.nets.model import SpecRaGENet
 from specrage_jax.nets.state import create_state

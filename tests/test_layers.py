@@ -20,8 +20,22 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "specrage_jax"
-LAYERS = ["config", "validation", "version", "ops", "data", "nets", "training", "evaluation", "api", "runs", "cli"]
-RANK = {"config": 0, "validation": 0, "version": 0, **{name: i - 2 for i, name in enumerate(LAYERS) if i >= 3}}
+LAYERS = [
+    "config",
+    "overrides",
+    "validation",
+    "version",
+    "ops",
+    "data",
+    "nets",
+    "training",
+    "evaluation",
+    "api",
+    "runs",
+    "cli",
+]
+FOUNDATION = ("config", "overrides", "validation", "version")
+RANK = {**dict.fromkeys(FOUNDATION, 0), **{name: i for i, name in enumerate(LAYERS[len(FOUNDATION) :], 1)}}
 
 
 def layer_of(module: str) -> str | None:

@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from specrage_jax.config import ExperimentConfig, apply_overrides, describe_fields
+from specrage_jax.config import ExperimentConfig
+from specrage_jax.overrides import apply_overrides, describe_fields
 from specrage_jax.training.schedule import PlateauState, plateau_update, should_stop
 
 

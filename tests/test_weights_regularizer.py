@@ -9,19 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from specrage_jax.config import (
-    ExperimentConfig,
-    GraphConfig,
-    ModelConfig,
-    OrthoConfig,
-    apply_overrides,
-)
+from specrage_jax.config import ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig
 from specrage_jax.nets.state import create_state
 from specrage_jax.ops.weights import (
     view_weight_regularizer,
     weight_balance_penalty,
     weight_entropy_penalty,
 )
+from specrage_jax.overrides import apply_overrides
 from specrage_jax.training.steps import Batch, loss_and_grads, spectral_loss
 
 MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)

@@ -14,12 +14,11 @@ array without ``view_dims`` (a single view). See :mod:`specrage_jax.data.views`.
 
 from __future__ import annotations
 
-import dataclasses
 import numbers
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast, overload
+from typing import Any, overload
 
 import numpy as np
 from sklearn.base import (
@@ -28,21 +27,16 @@ from sklearn.base import (
     ClusterMixin,
     TransformerMixin,
 )
-from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
+from specrage_jax.api.params import config_from_params
 from specrage_jax.api.persistence import _json_value, _rebuild_state, _tree_arrays, load_fitted
 from specrage_jax.api.pipeline import (
     embed_views,
     model_inputs,
 )
-from specrage_jax.config import (
-    ExperimentConfig,
-    apply_overrides,
-    config_to_dict,
-)
+from specrage_jax.config import ExperimentConfig
 from specrage_jax.data.preprocess import (
     apply_view_scalers,
     fit_view_scalers,
@@ -50,11 +44,13 @@ from specrage_jax.data.preprocess import (
     unit_rows,
 )
 from specrage_jax.data.views import is_view_list, multiview_input, split_views
+from specrage_jax.evaluation.clusters import kmeans_centres, nearest_centre
 from specrage_jax.evaluation.health import (
     DegenerateEmbeddingWarning,
     embedding_problems,
 )
 from specrage_jax.nets.embed import embed
+from specrage_jax.overrides import config_to_dict
 from specrage_jax.training.checkpoint import save_model
 from specrage_jax.training.checkpoint_files import tree_to_nested
 from specrage_jax.training.defaults import (
@@ -182,51 +178,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         Raises:
           ValueError: naming the parameter or config field that is out of range.
         """
-        if not (isinstance(self.n_clusters, numbers.Integral) and self.n_clusters >= 1):
-            raise ValueError(f"n_clusters must be an integer >= 1, got {self.n_clusters!r}")
-        if self.n_components is not None and not (
-            isinstance(self.n_components, numbers.Integral) and self.n_components >= 1
-        ):
-            raise ValueError(f"n_components must be None or an integer >= 1, got {self.n_components!r}")
-        if not 0.0 <= self.validation_fraction < 1.0:
-            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
-        if isinstance(self.config_overrides, str):
-            raise ValueError("config_overrides must be a list of 'section.field=value' strings, not one string")
-        base = _DEFAULT
-        config = dataclasses.replace(
-            base,
-            model=dataclasses.replace(
-                base.model,
-                n_components=int(self.n_components or self.n_clusters),
-                temperature=float(self.temperature),
-                view_hidden=base.model.view_hidden
-                if self.view_hidden is None
-                else tuple(int(w) for w in self.view_hidden),
-                weighting_hidden=tuple(int(w) for w in self.weighting_hidden),
-            ),
-            graph=dataclasses.replace(
-                base.graph,
-                n_neighbors=_auto_int(self.n_neighbors, "n_neighbors"),
-                scale_neighbor=int(self.scale_neighbor),
-                scale_mode=self.scale_mode,
-            ),
-            train=dataclasses.replace(
-                base.train,
-                epochs=_auto_int(self.max_epochs, "max_epochs"),
-                batch_size=_auto_int(self.batch_size, "batch_size"),
-                learning_rate=float(self.learning_rate),
-                progress=bool(self.verbose),
-            ),
-            siamese=dataclasses.replace(base.siamese, enabled=bool(self.siamese)),
-            autoencoder=dataclasses.replace(base.autoencoder, enabled=bool(self.autoencoder)),
-            data=dataclasses.replace(base.data, preprocess=self.preprocess),
-        )
-        config = apply_overrides(config, list(self.config_overrides))
-        if config.model.n_components == 0:
-            config = dataclasses.replace(
-                config, model=dataclasses.replace(config.model, n_components=int(self.n_clusters))
-            )
-        return config
+        return config_from_params(self.get_params(deep=False))
 
     def _draw_seed(self) -> int:
         if isinstance(self.random_state, numbers.Integral):
@@ -293,7 +245,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         )
         raw, _ = embed(state, inputs, batch_size=config.eval.embed_batch_size, rows="raw")
         embedding = unit_rows(raw) if config.model.output_rows == "unit" else raw  # what transform() returns
-        centres, inertia = _kmeans_centres(embedding, self.n_clusters, config.eval.kmeans_n_init, seed)
+        centres, inertia = kmeans_centres(embedding, self.n_clusters, config.eval.kmeans_n_init, seed)
         labels = nearest_centre(embedding, centres)  # == predict(Xs), exactly
         health = embedding_problems(raw, labels, int(self.n_clusters), convention=config.ortho.convention)
         for problem in health.problems:
@@ -513,27 +465,6 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _auto_int(value: Any, name: str) -> int:
-    """A parameter that None leaves to the data (the config's 0) or a positive integer."""
-    if value is None:
-        return 0
-    if not (isinstance(value, numbers.Integral) and cast(int, value) >= 1):  # the numbers stubs lack comparisons
-        raise ValueError(f"{name} must be None (chosen from the data) or an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def nearest_centre(embedding: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """Index of the nearest centre (squared Euclidean, float64) per row: (n, k), (c, k) -> (n,) int64.
-
-    A pure function of the embedding and the stored centres, so ``predict`` gives the same
-    labels before and after pickling or ``save``/``load``, and ``labels_`` equals ``predict(X)``.
-    """
-    y = np.asarray(embedding, np.float64)
-    c = np.asarray(centres, np.float64)
-    d2 = np.sum(y * y, axis=1, keepdims=True) - 2.0 * y @ c.T + np.sum(c * c, axis=1)
-    return np.argmin(d2, axis=1).astype(np.int64)
-
-
 @overload
 def _rows(arrays: Sequence[np.ndarray], idx: np.ndarray) -> tuple[np.ndarray, ...]: ...
 @overload
@@ -545,14 +476,3 @@ def _rows(arrays: Sequence[np.ndarray] | None, idx: np.ndarray) -> tuple[np.ndar
 def _rows(arrays: Sequence[np.ndarray] | None, idx: np.ndarray) -> tuple[np.ndarray, ...] | None:
     """The rows ``idx`` of every array (None stays None)."""
     return None if arrays is None else tuple(a[idx] for a in arrays)
-
-
-def _kmeans_centres(embedding: np.ndarray, n_clusters: int, n_init: int, seed: int) -> tuple[np.ndarray, float]:
-    """(centres (c, k) float32, inertia) of a seeded k-means on the training embedding (n, k).
-
-    One OpenMP thread: the input is small, and scikit-learn's spinning OpenMP threads beside
-    XLA's made k-means ~100x slower on a loaded 2-core machine (BUILD_NOTES.md).
-    """
-    with threadpool_limits(limits=1, user_api="openmp"):
-        kmeans = KMeans(n_clusters=n_clusters, random_state=seed, n_init=n_init).fit(embedding)
-    return kmeans.cluster_centers_.astype(np.float32), float(kmeans.inertia_)

@@ -12,13 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from specrage_jax.api.pipeline import InferencePipeline, model_directory, pipeline_from_model
-from specrage_jax.config import (
-    ExperimentConfig,
-    config_from_dict,
-)
+from specrage_jax.config import ExperimentConfig
 from specrage_jax.data.preprocess import scaler_from_tree
 from specrage_jax.evaluation.health import HealthReport
 from specrage_jax.nets.state import SpecRaGEState, create_state
+from specrage_jax.overrides import config_from_dict
 from specrage_jax.training.checkpoint import read_model
 from specrage_jax.training.checkpoint_files import CheckpointError
 from specrage_jax.training.loop import History

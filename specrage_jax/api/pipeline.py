@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from specrage_jax.config import ExperimentConfig, config_from_dict, config_to_dict
+from specrage_jax.config import ExperimentConfig
 from specrage_jax.data.preprocess import (
     ViewScaler,
     apply_view_scalers,
@@ -30,6 +30,7 @@ from specrage_jax.data.preprocess import (
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.nets.state import SpecRaGEState
+from specrage_jax.overrides import config_from_dict, config_to_dict
 from specrage_jax.training.checkpoint import LoadedModel, model_config_of, read_model, save_model
 from specrage_jax.training.checkpoint_files import CheckpointError
 from specrage_jax.training.pretrained import PretrainedNets, pretrained_record, pretrained_trees, restore_pretrained

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from specrage_jax.cli.embed import run_embed
 from specrage_jax.cli.output import print_warning_line
 from specrage_jax.cli.train import resolve_config, run_train
-from specrage_jax.config import ExperimentConfig, describe_fields
+from specrage_jax.config import ExperimentConfig
 from specrage_jax.data import dataset_names, is_dataset_name
+from specrage_jax.overrides import describe_fields
 
 
 def config_help(dataset: str | None = None) -> str:

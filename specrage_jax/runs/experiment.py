@@ -29,7 +29,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from specrage_jax.api.pipeline import save_inference_model
-from specrage_jax.config import ExperimentConfig, config_to_dict
+from specrage_jax.config import ExperimentConfig
 from specrage_jax.data import MultiViewData, load_dataset
 from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.data.preprocess import unit_rows
@@ -38,6 +38,7 @@ from specrage_jax.evaluation.health import HealthReport, embedding_problems
 from specrage_jax.evaluation.metrics import cluster_scores, kmeans_clusters, svm_metrics
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState
+from specrage_jax.overrides import config_to_dict
 from specrage_jax.runs.prepare import (
     EVAL_SUBSAMPLE_STREAM,
     PreparedSplits,

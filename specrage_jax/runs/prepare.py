@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from specrage_jax.config import ExperimentConfig, apply_overrides, preset
+from specrage_jax.config import ExperimentConfig, preset
 from specrage_jax.data import (
     MultiViewData,
     ViewScaler,
@@ -24,6 +24,7 @@ from specrage_jax.data import (
 from specrage_jax.data.lazy import StreamedViews, is_streamed
 from specrage_jax.data.preprocess import graph_input_views
 from specrage_jax.nets.netstate import TrainedNet
+from specrage_jax.overrides import apply_overrides
 from specrage_jax.training.defaults import FULL_BATCH_MAX, DataShape, describe_preprocessing, resolve_defaults
 from specrage_jax.training.pretrained import PretrainedNets, pretrain_nets
 from specrage_jax.training.stages import encode_views

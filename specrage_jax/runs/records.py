@@ -14,9 +14,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from specrage_jax.config import ExperimentConfig, config_from_dict, config_to_dict
+from specrage_jax.config import ExperimentConfig
 from specrage_jax.data import MultiViewData
 from specrage_jax.data.lazy import StreamedViews
+from specrage_jax.overrides import config_from_dict, config_to_dict
 from specrage_jax.training.checkpoint_files import CheckpointError, library_version
 
 

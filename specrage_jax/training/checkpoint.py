@@ -37,8 +37,9 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, section_from_dict
+from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
 from specrage_jax.nets.state import SpecRaGEState, adam_optimizer, create_state
+from specrage_jax.overrides import section_from_dict
 from specrage_jax.training.checkpoint_files import (
     ARRAYS_ITEM,
     EXTRA_ITEM,

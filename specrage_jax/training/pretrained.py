@@ -20,8 +20,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from specrage_jax.config import ExperimentConfig, config_to_dict
+from specrage_jax.config import ExperimentConfig
 from specrage_jax.nets.netstate import TrainedNet
+from specrage_jax.overrides import config_to_dict
 from specrage_jax.training.autoencoder import train_autoencoder
 from specrage_jax.training.checkpoint_files import (
     CheckpointError,
