@@ -7,6 +7,8 @@ import json
 import math
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1] / "experiments"
 TINY = [
     "--max-samples",
@@ -29,6 +31,7 @@ def load(name: str):
     return module
 
 
+@pytest.mark.slow  # the script end to end (~13 s); runs/robustness has its own tests
 def test_fusion_script_writes_a_curve_per_fusion_and_its_runs_are_reusable(tmp_path):
     out = tmp_path / "fusion.json"
     load("fusion_comparison").main(

@@ -317,6 +317,7 @@ def check_sizes(results: dict, stages: tuple[str, ...]) -> None:
     assert set(summary["specrage_peak_rss_mb"]) == {"2000", "4000"}
 
 
+@pytest.mark.slow  # a benchmark script end to end (~27 s); the streaming pieces have their own tests
 def test_bench_scaling_tiny(tmp_path) -> None:
     results = run_bench(tmp_path)
     check_sizes(results, ("generate", "specrage", "exact"))
@@ -332,6 +333,7 @@ def test_bench_scaling_tiny_with_autoencoder_and_gather(tmp_path) -> None:
         assert all(r["gather"][f"{c}/random_sorted_ms"] > 0 for c in ("warm", "cold"))
 
 
+@pytest.mark.slow  # the on-device mode of the benchmark script (~21 s); device_epoch has its own tests
 def test_bench_scaling_tiny_on_device(tmp_path) -> None:
     """--on-device: the training set on the device, --epochs compiled scans, timed one by one."""
     results = run_bench(tmp_path, "--on-device", "--epochs", "2", "--no-exact")
