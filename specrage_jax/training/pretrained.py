@@ -23,17 +23,9 @@ import numpy as np
 from specrage_jax.config import ExperimentConfig
 from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.overrides import config_to_dict
+from specrage_jax.training import checkpoint_files as files
 from specrage_jax.training.autoencoder import train_autoencoder
-from specrage_jax.training.checkpoint_files import (
-    CheckpointError,
-    check_compatible,
-    library_version,
-    read_record,
-    restore_items,
-    save_trees,
-    tree_from_nested,
-    tree_to_nested,
-)
+from specrage_jax.training.checkpoint_files import CheckpointError
 from specrage_jax.training.siamese import train_siamese
 from specrage_jax.training.stages import encode_views, fresh_stage_net, train_view_nets
 
@@ -122,8 +114,8 @@ def restore_pretrained(
         nets = []
         for v, (in_dim, losses) in enumerate(zip(info["in_dims"], info["losses"])):
             template = fresh_stage_net(stage, int(in_dim), config)
-            saved = tree_to_nested(trees[stage][f"view_{v}"])
-            params = tree_from_nested(template.params, saved, where=f"{where} ({stage} view {v})")
+            saved = files.tree_to_nested(trees[stage][f"view_{v}"])
+            params = files.tree_from_nested(template.params, saved, where=f"{where} ({stage} view {v})")
             nets.append(
                 TrainedNet(state=template.replace(params=params), losses=tuple(losses), submodule=info["submodule"])
             )
@@ -156,11 +148,11 @@ def save_pretrained_nets(directory: str | Path, nets: PretrainedNets, config: Ex
         "format": "specrage_jax",
         "kind": "pretrained",
         "format_version": PRETRAINED_FORMAT_VERSION,
-        "library_version": library_version(),
+        "library_version": files.library_version(),
         "config": config_to_dict(config),
         "stages": pretrained_record(nets),
     }
-    return save_trees(directory, {"arrays": pretrained_trees(nets)}, record, overwrite=True)
+    return files.save_trees(directory, {"arrays": pretrained_trees(nets)}, record, overwrite=True)
 
 
 def load_pretrained_nets(directory: str | Path, config: ExperimentConfig) -> PretrainedNets:
@@ -170,11 +162,11 @@ def load_pretrained_nets(directory: str | Path, config: ExperimentConfig) -> Pre
       CheckpointError: missing, damaged, or saved for another configuration.
     """
     path = Path(directory)
-    record = read_record(path)
-    check_compatible(record, kind="pretrained", max_version=PRETRAINED_FORMAT_VERSION, where=path)
+    record = files.read_record(path)
+    files.check_compatible(record, kind="pretrained", max_version=PRETRAINED_FORMAT_VERSION, where=path)
     saved = record.get("config", {})
     for section in STAGES:
         if saved.get(section) != json.loads(json.dumps(config_to_dict(config)[section])):
             raise CheckpointError(f"{path}: the pre-trained nets were saved with another {section} configuration")
-    arrays = restore_items(path, ["arrays"], record).get("arrays", {})
+    arrays = files.restore_items(path, ["arrays"], record).get("arrays", {})
     return restore_pretrained(arrays, record["stages"], config, where=str(path))
