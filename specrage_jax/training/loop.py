@@ -30,6 +30,7 @@ from specrage_jax.training.device_epoch import (
     put_training_data,
     train_epoch_on_device,
 )
+from specrage_jax.training.distributed import host_local, local_rows
 from specrage_jax.training.schedule import PlateauState, plateau_update, should_stop
 from specrage_jax.training.sharding import (
     check_batch_divisible,
@@ -145,7 +146,10 @@ def batch_indices(n: int, batch_size: int, n_batches: int, rng: np.random.Genera
 def take_batch(
     views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, idx: np.ndarray, mesh: Mesh | None = None
 ) -> Batch:
-    """The rows ``idx`` as a Batch on the default device, or sharded over ``mesh``'s 'data' axis."""
+    """The rows ``idx`` as a Batch on the default device, or sharded over ``mesh``'s 'data' axis.
+    Several processes: each gathers only its own block of ``idx`` (:func:`distributed.local_rows`)."""
+    if mesh is not None:
+        idx = local_rows(idx)
     rows = Batch(views=tuple(v[idx] for v in views), codes=None if codes is None else tuple(c[idx] for c in codes))
     return jax.tree.map(jnp.asarray, rows) if mesh is None else shard_batch(rows, mesh)
 
@@ -314,7 +318,7 @@ def fit(
                 f"epoch {epoch}: training loss became {train_loss}; lower train.learning_rate "
                 f"or check the inputs for extreme values"
             )
-        val_loss = validation_loss(state, val_views, val_codes, m)
+        val_loss = validation_loss(host_local(state), val_views, val_codes, m)  # every process, its own replica
         monitored = val_loss if math.isfinite(val_loss) else train_loss
         record = EpochRecord(
             epoch=epoch,

@@ -10,10 +10,10 @@ the single-device step up to float32 summation order (``tests/test_sharding.py``
 parameters and R^-1 to 1e-5). Under ``Explicit`` axis types (the ``jax.make_mesh`` default)
 the in-batch pairwise term fails with a ``ShardingTypeError``, hence ``AxisType.Auto`` here.
 
-Multi-host: call ``jax.distributed.initialize()`` in every process before anything else;
-``make_data_mesh()`` then spans ``jax.devices()`` (all processes), and ``shard_batch`` takes
-each process's local share of the global batch (``jax.make_array_from_process_local_data``).
-Only the single-process path (real or forced host devices) is tested here.
+Several processes: join them first (:mod:`specrage_jax.training.distributed`); ``make_data_mesh()``
+then spans ``jax.devices()`` (all processes), and ``shard_batch`` takes each process's local share
+of the global batch (``jax.make_array_from_process_local_data``). ``fit`` over such a mesh is
+tested with 2 processes x 1 and x 2 CPU devices (``tests/test_distributed.py``).
 """
 
 from __future__ import annotations
