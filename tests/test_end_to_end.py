@@ -28,6 +28,7 @@ def _train(dataset: str, **train_changes):
     return config, splits, state, history
 
 
+@pytest.mark.slow  # ~25 s; the digits comparison with the exact spectral embedding runs by default
 def test_blobs_recovers_clusters_and_the_joint_eigenspace():
     config, splits, state, _ = _train("blobs", epochs=20)
     k = config.model.n_components

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Sequence
 
 from specrage_jax.cli.embed import run_embed
+from specrage_jax.cli.launch import add_launch_parser, run_launch
 from specrage_jax.cli.output import print_warning_line
 from specrage_jax.cli.train import resolve_config, run_train
 from specrage_jax.config import ExperimentConfig
@@ -208,6 +209,27 @@ def build_parser(dataset_for_help: str | None = None) -> argparse.ArgumentParser
         "(default 100000; 0: every row); recorded in metrics.json under test.eval_rows",
     )
     train.add_argument(
+        "--coordinator",
+        default=None,
+        metavar="HOST:PORT",
+        help="train over several processes: the address process 0 serves the group on (or SPECRAGE_COORDINATOR); "
+        "with --num-processes and --process-id",
+    )
+    train.add_argument(
+        "--num-processes",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="processes in the group (or SPECRAGE_NUM_PROCESSES)",
+    )
+    train.add_argument(
+        "--process-id",
+        type=int,
+        default=None,
+        metavar="I",
+        help="this process's index, 0..N-1 (or SPECRAGE_PROCESS_ID); process 0 writes the outputs",
+    )
+    train.add_argument(
         "--resume",
         default=None,
         metavar="DIR",
@@ -253,6 +275,7 @@ def build_parser(dataset_for_help: str | None = None) -> argparse.ArgumentParser
         help="samples per forward pass (default: the model's eval.embed_batch_size)",
     )
     embed.add_argument("--debug", action="store_true", help="on an error, show the Python traceback")
+    add_launch_parser(commands)
     return parser
 
 
@@ -263,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = print_warning_line  # this process is the CLI's: its warnings read as one line each
     if args.command == "train":
         return run_train(args)
+    if args.command == "launch":
+        return run_launch(args)
     if args.command == "embed":
         return run_embed(args)
     return 0

@@ -157,7 +157,46 @@ def check_stream_request(dataset: str, stream: bool | None, data_dir: str | None
         )
 
 
+def join_process_group(args: argparse.Namespace) -> int:
+    """Joins the processes of a multi-process run (flags or SPECRAGE_* variables) before anything
+    asks JAX for its devices; returns the number of processes (1: a single-process run).
+
+    Raises:
+      ValueError: an incomplete group, or what is not yet done across processes (--resume,
+        training checkpoints).
+    """
+    from specrage_jax.training.distributed import group_from, initialize
+
+    group = group_from(args.coordinator, args.num_processes, args.process_id)
+    if group is None or group.num_processes == 1:
+        return 1
+    if args.resume is not None:
+        raise ValueError("--resume is not supported across processes yet: resume with one process")
+    asked = [
+        item.replace(" ", "") for item in args.overrides if item.partition("=")[0].strip() == "checkpoint.every_epochs"
+    ]
+    if args.checkpoint_every or any(item != "checkpoint.every_epochs=0" for item in asked):
+        raise ValueError(
+            "training checkpoints are not supported across processes yet: drop --checkpoint-every "
+            "and --set checkpoint.every_epochs"
+        )
+    initialize(group)
+    return group.num_processes
+
+
+def across_processes(config: ExperimentConfig, primary: bool) -> ExperimentConfig:
+    """The configuration of one process of a multi-process run: no training checkpoints and no
+    saved model (both single-process for now), a progress bar on the primary process only."""
+    config = _with_section(config, "checkpoint", every_epochs=0, save_model=False)
+    return config if primary else _with_section(config, "train", progress=False)
+
+
 def run_train(args: argparse.Namespace) -> int:
+    try:
+        processes = join_process_group(args)
+    except ValueError as err:
+        print(f"specrage: {one_line(err)}", file=sys.stderr)
+        return 2
     try:
         stream = stream_choice(args.stream)
         max_rows = eval_max_rows(args.eval_max_rows)
@@ -186,6 +225,10 @@ def run_train(args: argparse.Namespace) -> int:
                 keep_checkpoints=args.keep_checkpoints,
             )
             out = args.out or f"runs/{dataset}-seed{seed}"
+        if processes > 1:
+            import jax
+
+            config = across_processes(config, primary=jax.process_index() == 0)
     except ValueError as err:  # CheckpointError included
         print(f"specrage: {one_line(err)}", file=sys.stderr)
         return 2
@@ -226,6 +269,10 @@ def run_train(args: argparse.Namespace) -> int:
             raise
         print(f"specrage: {one_line(err)} (--debug shows the traceback)", file=sys.stderr)
         return 2
+    import jax
+
+    if jax.process_index() != 0:
+        return 0  # process 0 reports and writes the run's outputs
     print(metrics_table(result))
     for problem in result["test"]["health"]["problems"]:
         print(f"specrage: warning: {problem}", file=sys.stderr)

@@ -65,6 +65,7 @@ from specrage_jax.runs.records import (
 from specrage_jax.runs.run_plan import Stage, stage_plan
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.checkpoint_files import CheckpointError, library_version
+from specrage_jax.training.distributed import host_local, is_primary
 from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.loop import History
 from specrage_jax.training.pretrained import load_pretrained_nets, save_pretrained_nets
@@ -339,7 +340,7 @@ def _run_loaded(
             set_run_status(ckpt_dir, "failed")
         raise
     result = outputs.result
-    if out is not None:
+    if out is not None and is_primary():  # several processes: process 0 writes the outputs
         out.mkdir(parents=True, exist_ok=True)
         if config.checkpoint.save_model:
             save_start = time.perf_counter()
@@ -449,6 +450,7 @@ def train_and_evaluate(
     train_seconds = time.perf_counter() - train_start
     eval_start = time.perf_counter()
     streamed = isinstance(data, StreamedViews)
+    state = host_local(state)  # several processes: each evaluates its own replica, locally
     evaluation = evaluate_state(
         state, pretrained.splits, config, seed=seed, max_rows=eval_max_rows if streamed else None
     )
