@@ -69,6 +69,7 @@ def compare(shared: dict[str, np.ndarray], single: dict[str, np.ndarray], tolera
     assert not np.allclose(single["r_inv"], np.eye(single["r_inv"].shape[0]))  # trained, not the initial R^-1
 
 
+@pytest.mark.slow  # ~30-45 s; the launch test below runs the same path end to end by default
 def test_two_processes_sharing_each_batch_train_the_single_process_model(tmp_path):
     """2 processes x 1 CPU device against 1 process x 2 (forced) devices: the compiled step splits
     each global batch the same way, so only the process boundary differs; 2 epochs (12 steps)."""
