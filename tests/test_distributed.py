@@ -148,3 +148,34 @@ def test_a_multiprocess_run_refuses_what_is_not_done_across_processes(tmp_path):
     )  # fmt: skip
     assert done.returncode == 2 and "not supported across processes yet" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow  # ~30 s: a run started, one process killed, the other stopped
+def test_a_killed_process_stops_the_run_with_an_error_naming_it(tmp_path):
+    """One of two processes killed mid-training: the launcher stops the other (which would wait in
+    a collective) and exits non-zero within 60 s, naming the lost process."""
+    import re
+    import signal
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "specrage_jax.cli", "launch", "--local", "2", "--", "train", "--dataset", "digits",
+         "--epochs", "500", "--set", "train.batch_size=256", "--no-figure", "--out", str(tmp_path / "run")],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    pids: dict[int, int] = {}
+    assert launcher.stdout is not None
+    for line in launcher.stdout:
+        found = re.match(r"specrage launch: process (\d) of 2 is pid (\d+)", line)
+        if found:
+            pids[int(found.group(1))] = int(found.group(2))
+        if line.startswith("[1]") and "stages to train" in line:  # process 1 is past its start-up
+            break
+    time.sleep(3)  # inside training
+    os.kill(pids[1], signal.SIGKILL)
+    start = time.monotonic()
+    _, stderr = launcher.communicate(timeout=120)
+    assert launcher.returncode != 0 and time.monotonic() - start < 60
+    assert "process 1 exited with code -9" in stderr
+    assert not (tmp_path / "run" / "metrics.json").exists()

@@ -69,15 +69,18 @@ def run_local(command: Sequence[str], count: int) -> int:
         )  # fmt: skip
         for i in range(count)
     ]
+    for i, worker in enumerate(workers):
+        print(f"specrage launch: process {i} of {count} is pid {worker.pid} (coordinator {coordinator})", flush=True)
     threads = [threading.Thread(target=forward, args=(w.stdout, f"[{i}] "), daemon=True) for i, w in enumerate(workers)]
     for thread in threads:
         thread.start()
     failed: tuple[int, int] | None = None
-    while failed is None and any(w.poll() is None for w in workers):
-        failed = next(((i, w.returncode) for i, w in enumerate(workers) if w.returncode not in (None, 0)), None)
+    while True:
+        codes = [w.poll() for w in workers]  # every worker each time (any() would stop at the first running one)
+        failed = next(((i, code) for i, code in enumerate(codes) if code not in (None, 0)), None)
+        if failed is not None or all(code is not None for code in codes):
+            break
         time.sleep(0.2)
-    if failed is None:
-        failed = next(((i, w.returncode) for i, w in enumerate(workers) if w.returncode != 0), None)
     if failed is not None:
         stop(workers)
     for thread in threads:
