@@ -90,6 +90,13 @@ def check_finite_view(array: np.ndarray, *, name: str, allow_missing: bool = Fal
     return ~missing
 
 
+def has_no_rows(views: Sequence[Any]) -> bool:
+    """True for an empty split: one or more 2-D views (arrays or row sources), none with rows
+    (e.g. the validation split of ``val_fraction=0``), which passes where a view with some
+    empty and some filled parts is an error."""
+    return len(views) > 0 and all(np.ndim(v) == 2 and np.shape(v)[0] == 0 for v in views)
+
+
 def view_presence(views: Sequence[np.ndarray], mask: Any = None, *, what: str = "views") -> np.ndarray:
     """(n, V) bool, True where view v of sample i is present (used in the fusion).
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specrage_jax.cli import build_parser, help_dataset, main
+from specrage_jax.cli import build_parser, config_help, help_dataset, main
 from specrage_jax.config import preset
 from specrage_jax.runs.run_plan import format_plan, stage_plan
 
@@ -71,5 +71,6 @@ def test_help_shows_the_values_a_named_dataset_trains_with(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--dataset", "file:mine.npz", "--help"])
     assert "graph.n_neighbors = chosen from the data" in capsys.readouterr().out
-    generic = build_parser().format_help()
-    assert generic  # the top-level help still builds without a dataset
+    assert build_parser().format_help().startswith("usage: specrage")  # builds without a dataset too
+    assert "the defaults before presets" in config_help(None)
+    assert "as --dataset" not in config_help(None)

@@ -59,12 +59,14 @@ def run_group(out: Path, processes: int, devices_per_process: int, epochs: int =
         return dict(arrays)
 
 
-def compare(shared: dict[str, np.ndarray], single: dict[str, np.ndarray], tolerance: float) -> None:
-    """Every array within ``tolerance`` of its own scale (R^-1 has entries near 70 here, where
-    float32 itself resolves ~1e-5)."""
+def compare(
+    shared: dict[str, np.ndarray], single: dict[str, np.ndarray], tolerance: float, *, of_scale: bool = False
+) -> None:
+    """Every array within ``tolerance``, or with ``of_scale`` within ``tolerance`` times its own
+    largest entry (R^-1 has entries near 70 here, where float32 itself resolves ~1e-5)."""
     assert shared.keys() == single.keys()
     for key in single:
-        scale = max(1.0, float(np.abs(single[key]).max()))
+        scale = max(1.0, float(np.abs(single[key]).max())) if of_scale else 1.0
         np.testing.assert_allclose(shared[key], single[key], atol=tolerance * scale, rtol=0, err_msg=key)
     assert not np.allclose(single["r_inv"], np.eye(single["r_inv"].shape[0]))  # trained, not the initial R^-1
 
@@ -97,7 +99,7 @@ def test_two_processes_of_two_devices_train_the_single_process_model(tmp_path):
         for p in (tmp_path / "single.npz", out)
     ]
     assert abs(losses[0] - losses[1]) < 1e-6 * abs(losses[0])
-    compare(shared, single, 5e-5)
+    compare(shared, single, 5e-5, of_scale=True)
 
 
 def test_a_process_group_comes_from_flags_or_the_environment():

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from typing import IO
 
 GRACE_SECONDS = 10.0
 
@@ -34,9 +35,9 @@ def process_command(command: Sequence[str], coordinator: str, count: int, index:
             "--num-processes", str(count), "--process-id", str(index)]  # fmt: skip
 
 
-def forward(stream: object, prefix: str) -> None:
+def forward(stream: IO[str], prefix: str) -> None:
     """Copies ``stream``'s lines to stdout, each with ``prefix``."""
-    for line in stream:  # type: ignore[attr-defined]  # a text pipe of subprocess.Popen
+    for line in stream:
         sys.stdout.write(f"{prefix}{line}")
         sys.stdout.flush()
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from sklearn.decomposition import TruncatedSVD
 
-from specrage_jax.validation import as_view_arrays
+from specrage_jax.validation import as_view_arrays, has_no_rows
 
 SCALER_KINDS = ("standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "auto")
 ROW_NORMALIZING_KINDS = {"l2": "none", "standard_l2": "standard"}  # kind -> the feature scaling before it
@@ -192,7 +192,7 @@ def graph_input_views(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]
 def _views_to_scale(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
     """The views checked (:func:`validation.as_view_arrays`); an empty split (every view with no
     rows, e.g. no validation rows) passes as (0, in_dim) arrays."""
-    if len(views) == len(scalers) and all(np.ndim(x) == 2 and np.shape(x)[0] == 0 for x in views):
+    if len(views) == len(scalers) and has_no_rows(views):
         return tuple(np.zeros((0, s.in_dim), np.float32) for s in scalers)
     return as_view_arrays(views, what="views to scale")
 

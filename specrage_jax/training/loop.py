@@ -46,7 +46,7 @@ from specrage_jax.training.steps import (
     full_batch_step,
     train_step,
 )
-from specrage_jax.validation import as_view_arrays, check_view_dims
+from specrage_jax.validation import as_view_arrays, check_view_dims, has_no_rows
 
 
 @dataclass(frozen=True)
@@ -222,18 +222,13 @@ def check_training_inputs(
     view_dims = state.model().view_dims
     checked = []
     for what, views in (("train_views", train_views), ("val_views", val_views)):
-        if what == "val_views" and _no_rows(views):  # no validation split: the training loss drives
+        if what == "val_views" and has_no_rows(views):  # no validation split: the training loss drives
             checked.append(tuple(np.zeros((0, d), np.float32) for d in view_dims))
             continue
         arrays = check_streamed_views(views, what=what) if is_streamed(views) else as_view_arrays(views, what=what)
         check_view_dims(arrays, view_dims, what=what)
         checked.append(arrays)
     return checked[0], checked[1]
-
-
-def _no_rows(views: Sequence[Any]) -> bool:
-    """True when every view is a 2-D array (or row source) with no rows."""
-    return len(views) > 0 and all(len(np.shape(v)) == 2 and np.shape(v)[0] == 0 for v in views)
 
 
 def fit(
@@ -271,7 +266,7 @@ def fit(
     train_views, val_views = check_training_inputs(state, train_views, val_views)
     if train_codes is not None:
         train_codes = as_view_arrays(train_codes, what="train_codes")
-    if val_codes is not None and not _no_rows(val_codes):
+    if val_codes is not None and not has_no_rows(val_codes):
         val_codes = as_view_arrays(val_codes, what="val_codes")
     n = train_views[0].shape[0]
     m = effective_batch_size(n, config.batch_size, state.graph.n_neighbors)
