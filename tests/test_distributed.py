@@ -115,55 +115,76 @@ def test_a_process_group_comes_from_flags_or_the_environment():
         ProcessGroup("h:1", 2, 2)
 
 
-def test_specrage_launch_trains_over_two_processes_as_one_process_over_two_devices(tmp_path):
-    """`specrage launch --local 2 -- train ...` (one CPU device each) against `specrage train` on one
-    process with two forced devices: the same test metrics and losses; process 0 alone writes."""
-    args = ["--dataset", "digits", "--epochs", "2", "--seed", "0", "--set", "train.batch_size=256", "--no-figure",
-            "--quiet"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+ARGS = ["--dataset", "digits", "--epochs", "3", "--seed", "0", "--set", "train.batch_size=256", "--no-figure",
+        "--quiet", "--checkpoint-every", "1"]  # fmt: skip
 
-    def specrage(*extra: str, devices: int) -> subprocess.CompletedProcess:
-        run_env = {**env, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
-        return subprocess.run([sys.executable, "-m", "specrage_jax.cli", *extra], cwd=tmp_path, env=run_env,
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
 
-    launched = specrage("launch", "--local", "2", "--", "train", *args, "--out", str(tmp_path / "two"), devices=1)
-    assert launched.returncode == 0, launched.stdout[-3000:] + launched.stderr[-3000:]
-    assert "[0] k-means ACC" in launched.stdout and "[1] k-means ACC" not in launched.stdout
-    single = specrage("train", *args, "--out", str(tmp_path / "one"), "--set", "checkpoint.every_epochs=0",
-                      "--set", "checkpoint.save_model=false", devices=2)  # fmt: skip
+def specrage(*args: str, cwd: Path, devices: int, timeout: float = 600) -> subprocess.CompletedProcess:
+    """The CLI in a subprocess with ``devices`` forced CPU devices per process."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    return subprocess.run([sys.executable, "-m", "specrage_jax.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
+
+
+def model_arrays(run: Path) -> dict[str, np.ndarray]:
+    """The saved model's parameters and R^-1 (as the fit_worker writes them)."""
+    import jax
+
+    from specrage_jax.training.checkpoint import read_model
+
+    state = read_model(run / "model").state
+    return {"r_inv": np.asarray(state.r_inv)} | {
+        f"param_{i}": np.asarray(a) for i, a in enumerate(jax.tree.leaves(state.params))
+    }
+
+
+@pytest.fixture(scope="module")
+def launched_run(tmp_path_factory) -> Path:
+    """`specrage launch --local 2 -- train` on digits, 3 epochs, a checkpoint after each (one CPU
+    device per process)."""
+    where = tmp_path_factory.mktemp("launched")
+    done = specrage("launch", "--local", "2", "--", "train", *ARGS, "--out", str(where / "run"), cwd=where, devices=1)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "[0] k-means ACC" in done.stdout and "[1] k-means ACC" not in done.stdout
+    return where / "run"
+
+
+def test_specrage_launch_trains_over_two_processes_as_one_process_over_two_devices(launched_run, tmp_path):
+    """Two processes (one CPU device each) against one process with two forced devices: the same
+    test metrics, losses to 1e-6, saved parameters and R^-1 to 1e-5; one checkpoint per epoch and
+    one model, written once."""
+    single = specrage("train", *ARGS, "--out", str(tmp_path / "one"), cwd=tmp_path, devices=2)
     assert single.returncode == 0, single.stderr[-3000:]
-    two = json.loads((tmp_path / "two" / "metrics.json").read_text())
+    two = json.loads((launched_run / "metrics.json").read_text())
     one = json.loads((tmp_path / "one" / "metrics.json").read_text())
     assert two["test"]["kmeans"] == one["test"]["kmeans"] and two["test"]["svm"] == one["test"]["svm"]
     for a, b in zip(two["training"]["epochs"], one["training"]["epochs"], strict=True):
         assert abs(a["train_loss"] - b["train_loss"]) <= 1e-6 * abs(b["train_loss"])
-    assert not (tmp_path / "two" / "checkpoints").exists() and not (tmp_path / "two" / "model").exists()
+    compare(model_arrays(launched_run), model_arrays(tmp_path / "one"), 1e-5)
+    checkpoints = launched_run / "checkpoints"
+    assert sorted(p.name for p in checkpoints.glob("epoch_*")) == ["epoch_1", "epoch_2", "epoch_3"]
+    assert all((p / "specrage_files.json").is_file() for p in checkpoints.glob("epoch_*"))
+    record = json.loads((checkpoints / "run.json").read_text())
+    assert record["status"] == "complete" and record["processes"] == 2
+    assert not list(launched_run.rglob("*.saving")) and not list(launched_run.rglob("*tmp*"))
 
 
-def test_a_multiprocess_run_refuses_what_is_not_done_across_processes(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "specrage_jax.cli", "train", "--dataset", "digits", "--coordinator", "localhost:1",
-         "--num-processes", "2", "--process-id", "0", "--checkpoint-every", "1"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 2 and "not supported across processes yet" in done.stderr
-    assert "Traceback" not in done.stderr
-
-
-@pytest.mark.slow  # ~30 s: a run started, one process killed, the other stopped
-def test_a_killed_process_stops_the_run_with_an_error_naming_it(tmp_path):
-    """One of two processes killed mid-training: the launcher stops the other (which would wait in
-    a collective) and exits non-zero within 60 s, naming the lost process."""
+@pytest.mark.slow  # ~90 s: a run killed, then resumed by two processes and by one
+def test_a_killed_process_stops_the_run_and_resume_gives_the_uninterrupted_result(launched_run, tmp_path):
+    """One of two processes killed after the first checkpoint: the launcher stops the other (which
+    would wait in a collective) and exits non-zero within 60 s, naming the lost process.
+    `launch --local 2 -- train --resume` then ends with the uninterrupted run's metrics and model,
+    bitwise; a resume by one process over two devices continues as well (a different process count
+    continues: the state is replicated and the batches come from (seed, epoch))."""
     import re
+    import shutil
     import signal
     import time
 
+    run = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "specrage_jax.cli", "launch", "--local", "2", "--", "train", "--dataset", "digits",
-         "--epochs", "500", "--set", "train.batch_size=256", "--no-figure", "--out", str(tmp_path / "run")],
+        [sys.executable, "-m", "specrage_jax.cli", "launch", "--local", "2", "--", "train", *ARGS, "--out", str(run)],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     pids: dict[int, int] = {}
@@ -172,12 +193,35 @@ def test_a_killed_process_stops_the_run_with_an_error_naming_it(tmp_path):
         found = re.match(r"specrage launch: process (\d) of 2 is pid (\d+)", line)
         if found:
             pids[int(found.group(1))] = int(found.group(2))
-        if line.startswith("[1]") and "stages to train" in line:  # process 1 is past its start-up
+        if len(pids) == 2:
             break
-    time.sleep(3)  # inside training
+    deadline = time.monotonic() + 300
+    while not (run / "checkpoints" / "epoch_1").is_dir():  # committed after epoch 1, during epoch 2
+        assert time.monotonic() < deadline and launcher.poll() is None, "no checkpoint after epoch 1"
+        time.sleep(0.05)
     os.kill(pids[1], signal.SIGKILL)
     start = time.monotonic()
     _, stderr = launcher.communicate(timeout=120)
     assert launcher.returncode != 0 and time.monotonic() - start < 60
     assert "process 1 exited with code -9" in stderr
-    assert not (tmp_path / "run" / "metrics.json").exists()
+    assert not (run / "metrics.json").exists()
+    shutil.copytree(run, tmp_path / "run_one")
+
+    resumed = specrage("launch", "--local", "2", "--", "train", "--resume", str(run), "--quiet", cwd=tmp_path,
+                       devices=1)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "[0] resumed from the checkpoint after epoch" in resumed.stdout
+    expected = json.loads((launched_run / "metrics.json").read_text())
+    got = json.loads((run / "metrics.json").read_text())
+    assert got["test"] == expected["test"]
+    assert [e["train_loss"] for e in got["training"]["epochs"]] == [
+        e["train_loss"] for e in expected["training"]["epochs"]
+    ]
+    for key, value in model_arrays(launched_run).items():
+        np.testing.assert_array_equal(model_arrays(run)[key], value, err_msg=key)
+
+    one = specrage("train", "--resume", str(tmp_path / "run_one"), "--quiet", cwd=tmp_path, devices=2)
+    assert one.returncode == 0, one.stderr[-3000:]
+    got = json.loads((tmp_path / "run_one" / "metrics.json").read_text())
+    assert got["test"]["kmeans"] == expected["test"]["kmeans"]
+    compare(model_arrays(tmp_path / "run_one"), model_arrays(launched_run), 1e-5)

@@ -162,33 +162,21 @@ def join_process_group(args: argparse.Namespace) -> int:
     asks JAX for its devices; returns the number of processes (1: a single-process run).
 
     Raises:
-      ValueError: an incomplete group, or what is not yet done across processes (--resume,
-        training checkpoints).
+      ValueError: an incomplete group.
     """
     from specrage_jax.training.distributed import group_from, initialize
 
     group = group_from(args.coordinator, args.num_processes, args.process_id)
     if group is None or group.num_processes == 1:
         return 1
-    if args.resume is not None:
-        raise ValueError("--resume is not supported across processes yet: resume with one process")
-    asked = [
-        item.replace(" ", "") for item in args.overrides if item.partition("=")[0].strip() == "checkpoint.every_epochs"
-    ]
-    if args.checkpoint_every or any(item != "checkpoint.every_epochs=0" for item in asked):
-        raise ValueError(
-            "training checkpoints are not supported across processes yet: drop --checkpoint-every "
-            "and --set checkpoint.every_epochs"
-        )
     initialize(group)
     return group.num_processes
 
 
-def across_processes(config: ExperimentConfig, primary: bool) -> ExperimentConfig:
-    """The configuration of one process of a multi-process run: no training checkpoints and no
-    saved model (both single-process for now), a progress bar on the primary process only."""
-    config = _with_section(config, "checkpoint", every_epochs=0, save_model=False)
-    return config if primary else _with_section(config, "train", progress=False)
+def on_secondary_process(config: ExperimentConfig) -> ExperimentConfig:
+    """The configuration of a process other than 0 in a multi-process run: no progress bar (process 0
+    reports)."""
+    return _with_section(config, "train", progress=False)
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -228,7 +216,8 @@ def run_train(args: argparse.Namespace) -> int:
         if processes > 1:
             import jax
 
-            config = across_processes(config, primary=jax.process_index() == 0)
+            if jax.process_index() != 0:
+                config = on_secondary_process(config)
     except ValueError as err:  # CheckpointError included
         print(f"specrage: {one_line(err)}", file=sys.stderr)
         return 2

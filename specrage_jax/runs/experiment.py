@@ -340,28 +340,28 @@ def _run_loaded(
             set_run_status(ckpt_dir, "failed")
         raise
     result = outputs.result
+    if out is not None and config.checkpoint.save_model:  # several processes: all join the save
+        save_start = time.perf_counter()
+        save_inference_model(
+            out / "model",
+            outputs.state,
+            outputs.config,
+            scalers=outputs.pretrained.splits.scalers,
+            nets=outputs.pretrained.nets,
+            input_dims=data.view_dims,
+            view_names=data.view_names,
+            dataset=dataset,
+            seed=seed,
+            centres=outputs.evaluation.centres,
+            extra_metadata={
+                "history": result["training"],
+                "health": result["test"]["health"],
+                "resolved_defaults": result["resolved_defaults"],
+            },
+        )
+        result["timing"]["model_save_seconds"] = time.perf_counter() - save_start
     if out is not None and is_primary():  # several processes: process 0 writes the outputs
         out.mkdir(parents=True, exist_ok=True)
-        if config.checkpoint.save_model:
-            save_start = time.perf_counter()
-            save_inference_model(
-                out / "model",
-                outputs.state,
-                outputs.config,
-                scalers=outputs.pretrained.splits.scalers,
-                nets=outputs.pretrained.nets,
-                input_dims=data.view_dims,
-                view_names=data.view_names,
-                dataset=dataset,
-                seed=seed,
-                centres=outputs.evaluation.centres,
-                extra_metadata={
-                    "history": result["training"],
-                    "health": result["test"]["health"],
-                    "resolved_defaults": result["resolved_defaults"],
-                },
-            )
-            result["timing"]["model_save_seconds"] = time.perf_counter() - save_start
         result["timing"]["total_seconds"] = time.perf_counter() - start
         write_json_atomic(out / "metrics.json", result)
         if figure:

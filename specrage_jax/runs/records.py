@@ -19,6 +19,7 @@ from specrage_jax.data import MultiViewData
 from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.overrides import config_from_dict, config_to_dict
 from specrage_jax.training.checkpoint_files import CheckpointError, library_version
+from specrage_jax.training.distributed import barrier, is_primary, primary_decides
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
@@ -122,23 +123,30 @@ def start_run(ckpt_dir: Path, record: dict[str, Any], *, resume: bool) -> None:
     """Checks and writes OUT/checkpoints/run.json. A fresh run refuses to overwrite the checkpoints of
     a run that was interrupted (status 'running'); those of a finished or failed run are replaced."""
     run_file = ckpt_dir / RUN_RECORD
+    earlier: dict[str, Any] = {}
     if not resume and run_file.is_file():
         try:
             earlier = json.loads(run_file.read_text())
         except ValueError:
-            earlier = {}
-        if earlier.get("status") == "running":
-            raise CheckpointError(
-                f"{ckpt_dir} holds the checkpoints of an interrupted run "
-                f"({earlier.get('dataset')}, seed {earlier.get('seed')}); continue it with "
-                f"--resume {ckpt_dir.parent}, or delete {ckpt_dir} / choose another output directory"
-            )
-    if not resume and ckpt_dir.exists():
-        shutil.rmtree(ckpt_dir)
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(run_file, {**record, "status": "running"})
+            pass
+    if primary_decides(earlier.get("status") == "running"):
+        raise CheckpointError(
+            f"{ckpt_dir} holds the checkpoints of an interrupted run "
+            f"({earlier.get('dataset')}, seed {earlier.get('seed')}); continue it with "
+            f"--resume {ckpt_dir.parent}, or delete {ckpt_dir} / choose another output directory"
+        )
+    barrier(f"checked {run_file}")  # several processes: all have read it before the primary writes
+    if is_primary():
+        if not resume and ckpt_dir.exists():
+            shutil.rmtree(ckpt_dir)
+        ckpt_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(run_file, {**record, "status": "running", "processes": jax.process_count()})
+    barrier(f"wrote {run_file}")
 
 
 def set_run_status(ckpt_dir: Path, status: str) -> None:
-    run_file = ckpt_dir / RUN_RECORD
-    write_json_atomic(run_file, {**json.loads(run_file.read_text()), "status": status})
+    """Records the run's status (the primary process writes; no barrier, so a failing process
+    can call it alone)."""
+    if is_primary():
+        run_file = ckpt_dir / RUN_RECORD
+        write_json_atomic(run_file, {**json.loads(run_file.read_text()), "status": status})

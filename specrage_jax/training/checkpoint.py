@@ -25,7 +25,6 @@ import dataclasses
 import json
 import os
 import time
-import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from specrage_jax.training.checkpoint_files import (
     tree_to_nested,
     write_file_manifest,
 )
+from specrage_jax.training.distributed import barrier, host_local, is_primary, primary_decides, shared_token
 from specrage_jax.training.loop import FitProgress, History
 from specrage_jax.training.schedule import PlateauState
 
@@ -367,7 +367,7 @@ class TrainingCheckpointer:
     def wait(self) -> None:
         """Blocks until every started save is committed (and its file manifest written)."""
         self._manager.wait_until_finished()
-        if self._pending is not None and self.step_dir(self._pending).is_dir():
+        if self._pending is not None and is_primary() and self.step_dir(self._pending).is_dir():
             write_file_manifest(self.step_dir(self._pending))
         self._pending = None
 
@@ -386,7 +386,8 @@ class TrainingCheckpointer:
         wait for ``min_seconds``, so a run stopped early always leaves a checkpoint to resume from."""
         if progress.epochs_done % self.every_epochs:
             return False
-        if self._last_save is not None and time.monotonic() - self._last_save < self.min_seconds:
+        due = self._last_save is None or time.monotonic() - self._last_save >= self.min_seconds
+        if not primary_decides(due):  # several processes: the primary's clock decides for all
             return False
         self.save(state, progress)
         return True
@@ -395,6 +396,7 @@ class TrainingCheckpointer:
         """Starts saving ``state`` and ``progress`` as ``epoch_<progress.epochs_done>``; returns its path."""
         start = time.perf_counter()
         self.wait()
+        state = host_local(state)  # several processes: each passes its replica, orbax writes once
         nested = tree_to_nested(state_trees(state, include_optimizer=True))
         if self._structure is None:  # one model per run: checked and recorded once
             self._structure = structure_record(state, self.model_config)
@@ -462,9 +464,12 @@ class TrainingCheckpointer:
                 if "corrupted" not in str(err) and "incomplete" not in str(err):
                     raise
                 aside = self.step_dir(epochs_done).with_name(
-                    f"epoch_{epochs_done}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+                    f"epoch_{epochs_done}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}-{shared_token()[:6]}"
                 )
-                os.rename(self.step_dir(epochs_done), aside)
+                barrier(f"read {self.step_dir(epochs_done)}")  # every process has tried it
+                if is_primary():
+                    os.rename(self.step_dir(epochs_done), aside)
+                barrier(f"moved {aside}")
                 skipped.append(f"{err} (moved to {aside.name})")
                 continue
             finally:

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
+from specrage_jax.training.distributed import barrier, is_primary, primary_decides, shared_token
 from specrage_jax.version import __version__
 
 FORMAT = "specrage_jax"
@@ -226,7 +227,7 @@ def save_trees(
       FileExistsError: if ``directory`` exists and ``overwrite`` is False.
     """
     final = Path(directory).absolute()
-    if final.exists() and not overwrite:
+    if primary_decides(final.exists() and not overwrite):
         raise FileExistsError(f"{final} already exists (pass overwrite=True to replace it)")
     final.parent.mkdir(parents=True, exist_ok=True)
     nested = {name: tree_to_nested(tree) for name, tree in trees.items() if jax.tree.leaves(tree)}
@@ -235,19 +236,22 @@ def save_trees(
         checksums.update(array_checksums(item, name))
     payload = {**record, "items": sorted(nested), "checksums": checksums}
     json.dumps(payload)  # fail before writing anything if the record is not JSON-able
-    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.saving")
-    try:
+    tmp = final.with_name(f".{final.name}.{shared_token()}.saving")
+    try:  # several processes: every one joins orbax's save, the primary alone moves files
         args = {name: ocp.args.StandardSave(item) for name, item in nested.items()}
         with _composite_checkpointer() as checkpointer:
             checkpointer.save(tmp, args=ocp.args.Composite(**args, **{RECORD_ITEM: ocp.args.JsonSave(payload)}))
-        write_file_manifest(tmp)
-        old = final.with_name(f".{final.name}.{uuid.uuid4().hex}.old")
-        if final.exists():
-            os.rename(final, old)
-        os.rename(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
+        if is_primary():
+            write_file_manifest(tmp)
+            old = final.with_name(f".{final.name}.{uuid.uuid4().hex}.old")
+            if final.exists():
+                os.rename(final, old)
+            os.rename(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if is_primary():
+            shutil.rmtree(tmp, ignore_errors=True)
+    barrier(f"saved {final}")
     return final
 
 

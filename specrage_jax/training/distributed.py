@@ -92,6 +92,38 @@ def is_primary() -> bool:
     return jax.process_index() == 0
 
 
+def barrier(name: str) -> None:
+    """Waits until every process reaches the barrier ``name`` (a no-op in a single process). File
+    work done by the primary process alone sits between two barriers, so no process reads a
+    file while it is written."""
+    if is_multiprocess():
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
+
+
+def primary_decides(flag: bool) -> bool:
+    """The primary process's ``flag``, in every process: a decision taken from one process's
+    clock or filesystem view (save now? is this directory taken?) must be the same everywhere,
+    or the processes would part at the next collective."""
+    if not is_multiprocess():
+        return flag
+    from jax.experimental import multihost_utils
+
+    return bool(multihost_utils.broadcast_one_to_all(np.asarray(flag)))
+
+
+def shared_token() -> str:
+    """A random hexadecimal name, the same in every process (the primary process's draw): the
+    temporary directory of a save every process joins."""
+    draw = np.frombuffer(os.urandom(8), np.uint32)
+    if is_multiprocess():
+        from jax.experimental import multihost_utils
+
+        draw = np.asarray(multihost_utils.broadcast_one_to_all(draw))
+    return "".join(f"{int(x):08x}" for x in draw)
+
+
 def local_rows(idx: np.ndarray) -> np.ndarray:
     """This process's block of a global batch's rows ``idx`` (m,): the global batch is the
     concatenation of the processes' blocks in process order (what ``shard_batch`` assembles)."""
