@@ -83,41 +83,97 @@ def vm_status(pid: int | str = "self") -> dict[str, int]:
     return out
 
 
-def run_child(
-    task: str, params: dict, *, timeout_s: float | None, max_rss_gb: float | None, env: dict | None = None
-) -> dict:
-    """Runs ``task`` in a fresh interpreter; returns its result dict plus ``wall_s``,
-    ``peak_rss_mb`` (ru_maxrss from wait4, this child only) and ``status`` ('ok', 'timeout',
-    'memory', 'failed'). The child is killed past ``timeout_s`` or ``max_rss_gb``."""
-    with tempfile.TemporaryFile("w+") as out:
-        cmd = [sys.executable, str(HERE), "--child", task, json.dumps(params)]
-        child_env = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
-        proc = subprocess.Popen(cmd, stdout=out, stderr=None, env=child_env, cwd=REPO)
-        start, status, hwm_kb = time.perf_counter(), "ok", 0
-        while True:
+def run_children(
+    task: str,
+    params: Sequence[dict],
+    *,
+    timeout_s: float | None,
+    max_rss_gb: float | None,
+    env: dict | None = None,
+) -> list[dict]:
+    """Runs ``task`` in one fresh interpreter per entry of ``params``, side by side (the processes
+    of a multi-process run); returns each one's result dict plus ``wall_s``, ``peak_rss_mb``
+    (ru_maxrss from wait4, that child only) and ``status`` ('ok', 'timeout', 'memory',
+    'failed'). Past ``timeout_s``, or when a child passes ``max_rss_gb``, or when one fails
+    while others run, every child still running is killed."""
+    child_env = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
+    outs = [tempfile.TemporaryFile("w+") for _ in params]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(HERE), "--child", task, json.dumps(p)],
+            stdout=out,
+            stderr=None,
+            env=child_env,
+            cwd=REPO,
+        )
+        for p, out in zip(params, outs)
+    ]
+    start = time.perf_counter()
+    done: dict[int, dict] = {}
+    hwm_kb = [0] * len(procs)
+    status = "ok"
+    while len(done) < len(procs):
+        for i, proc in enumerate(procs):
+            if i in done:
+                continue
             pid, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
-                break
-            hwm_kb = max(hwm_kb, vm_status(proc.pid).get("VmHWM", 0))
+                proc.returncode = os.waitstatus_to_exitcode(wait_status)  # reaped here, not by Popen
+                done[i] = {"wall_s": time.perf_counter() - start, "peak_kb": max(usage.ru_maxrss, hwm_kb[i])}
+                if proc.returncode != 0 and status == "ok":
+                    status = "failed"
+                continue
+            hwm_kb[i] = max(hwm_kb[i], vm_status(proc.pid).get("VmHWM", 0))
             elapsed = time.perf_counter() - start
-            if timeout_s is not None and elapsed > timeout_s:
+            if status == "ok" and timeout_s is not None and elapsed > timeout_s:
                 status = "timeout"
-            elif max_rss_gb is not None and vm_status(proc.pid).get("VmRSS", 0) > max_rss_gb * 2**20:
+            elif status == "ok" and max_rss_gb is not None and vm_status(proc.pid).get("VmRSS", 0) > max_rss_gb * 2**20:
                 status = "memory"
             if status != "ok":
                 os.kill(proc.pid, signal.SIGKILL)
-                pid, wait_status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.2)
-        proc.returncode = os.waitstatus_to_exitcode(wait_status)  # reaped here, not by Popen
-        wall = time.perf_counter() - start
+        time.sleep(0.2)
+    results = []
+    for i, (proc, out) in enumerate(zip(procs, outs)):
         out.seek(0)
         lines = [line for line in out.read().splitlines() if line.startswith(RESULT_PREFIX)]
-    result = json.loads(lines[-1][len(RESULT_PREFIX) :]) if lines else {}
-    if status == "ok" and (proc.returncode != 0 or not lines):
-        status = "failed"
-    peak_kb = max(usage.ru_maxrss, hwm_kb)  # Linux: KiB
-    return {**result, "status": status, "returncode": proc.returncode, "wall_s": wall, "peak_rss_mb": peak_kb / 1024}
+        out.close()
+        result = json.loads(lines[-1][len(RESULT_PREFIX) :]) if lines else {}
+        own = status if status != "ok" or (proc.returncode == 0 and lines) else "failed"
+        results.append(
+            {
+                **result,
+                "status": own,
+                "returncode": proc.returncode,
+                "wall_s": done[i]["wall_s"],
+                "peak_rss_mb": done[i]["peak_kb"] / 1024,  # Linux: KiB
+            }
+        )
+    return results
+
+
+def run_child(
+    task: str, params: dict, *, timeout_s: float | None, max_rss_gb: float | None, env: dict | None = None
+) -> dict:
+    """:func:`run_children` for a single process."""
+    return run_children(task, [params], timeout_s=timeout_s, max_rss_gb=max_rss_gb, env=env)[0]
+
+
+def run_process_group(task: str, params: dict, processes: int, *, env: dict | None = None) -> dict:
+    """``task`` as ``processes`` processes of one JAX process group on this machine (a free
+    coordinator port; each child joins it before JAX starts): process 0's result, with every
+    process's wall time, epoch time and peak RSS under ``per_process``."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        port = sock.getsockname()[1]
+    group = [
+        {**params, "group": {"coordinator": f"localhost:{port}", "num_processes": processes, "process_id": i}}
+        for i in range(processes)
+    ]
+    results = run_children(task, group, timeout_s=None, max_rss_gb=None, env=env)
+    keys = ("status", "wall_s", "epoch_s", "s_per_step", "peak_rss_mb", "rss_after_compile_mb")
+    return {**results[0], "processes": processes, "per_process": [{k: r.get(k) for k in keys} for r in results]}
 
 
 def report(result: dict) -> None:
@@ -193,7 +249,28 @@ def task_ae(p: dict) -> dict:
     }
 
 
+def join_group(p: dict) -> int:
+    """Joins the process group ``p["group"]`` names (before JAX starts); returns the process count."""
+    if "group" not in p:
+        return 1
+    from specrage_jax.training.distributed import ProcessGroup, initialize
+
+    initialize(ProcessGroup(**p["group"]))
+    return int(p["group"]["num_processes"])
+
+
+def local_batches(data, batch_size: int, rng: np.random.Generator):
+    """Random global batches (as ``memmap_batches`` draws them), each process gathering only its own
+    block of rows (``distributed.local_rows``): V arrays (batch_size / processes, d_v) per item."""
+    from specrage_jax.data.stream_batches import random_batch_indices
+    from specrage_jax.training.distributed import local_rows
+
+    for idx in random_batch_indices(data.n, batch_size, rng):
+        yield data.rows(local_rows(idx))
+
+
 def task_specrage(p: dict) -> dict:
+    processes = join_group(p)
     import jax
 
     from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
@@ -222,22 +299,25 @@ def task_specrage(p: dict) -> dict:
         view_scales=scales,
     )
     put = mesh = None
-    if p["devices"] > 1:
+    if p["devices"] > 1 or processes > 1:
         from specrage_jax.training.sharding import (
             make_data_mesh,
             replicate,
             shard_batch,
         )
 
-        mesh = make_data_mesh(p["devices"])
+        mesh = make_data_mesh(None if processes > 1 else p["devices"])  # several processes: all devices
         state = replicate(state, mesh)
         put = partial(shard_batch, mesh=mesh)  # the (ortho views, grad views) pair, rows over 'data'
-    if p.get("on_device"):
+    if p.get("on_device") and processes == 1:
         return specrage_on_device(
             p, data, state, mesh=mesh if p["devices"] > 1 else None, setup_s=time.perf_counter() - start, scales=scales
         )
     ortho_rng, grad_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(p["seed"]).spawn(2))
-    pairs = zip(memmap_batches(data, m, seed=ortho_rng), memmap_batches(data, m, seed=grad_rng))
+    if processes > 1:  # each process reads only its rows of every global batch
+        pairs = zip(local_batches(data, m, ortho_rng), local_batches(data, m, grad_rng))
+    else:
+        pairs = zip(memmap_batches(data, m, seed=ortho_rng), memmap_batches(data, m, seed=grad_rng))
     stream = prefetch_to_device(pairs, size=p["prefetch"], sharding=put)
     setup_s = time.perf_counter() - start
 
@@ -261,12 +341,14 @@ def task_specrage(p: dict) -> dict:
         losses.append(metrics["loss"])
         if s >= 1:
             jax.block_until_ready(losses[s - 1])  # at most two steps in flight
-        if s % max(1, steps // 10) == 0:
+        if s % max(1, steps // 10) == 0 and jax.process_index() == 0:
             log(f"  n={n}: step {s}/{steps}, {time.perf_counter() - start:.1f} s")
     jax.block_until_ready(state.params)
     epoch_s = time.perf_counter() - start
     stream.close()
-    losses = [float(x) for x in losses]
+    from specrage_jax.training.distributed import host_local
+
+    losses = [float(host_local(x)) for x in losses]  # several processes: this process's replica
     return {
         "n": n,
         "batch_size": m,
@@ -282,7 +364,8 @@ def task_specrage(p: dict) -> dict:
         "loss_last": losses[-1],
         "loss_finite": bool(np.all(np.isfinite(losses))),
         "view_scales": [float(s) for s in scales],
-        "devices": [str(d) for d in jax.devices()][: p["devices"]],
+        "devices": [str(d) for d in (jax.devices() if processes > 1 else jax.devices()[: p["devices"]])],
+        "processes": processes,
         "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -602,6 +685,17 @@ def print_table(sizes: dict[str, dict], summary: dict) -> None:
             f"{s.get('input_wait_s', nan) if ok else nan:>6.2f} {s.get('peak_rss_mb', nan):>8.0f} "
             f"{s.get('rss_after_compile_mb', nan) if ok else nan:>8.0f} {exact:>9} {e.get('peak_rss_mb', nan):>9.0f}"
         )
+        for stage in sorted(k for k in r if k.startswith("specrage_") and k.endswith("_processes")):
+            group = r[stage]
+            for i, proc in enumerate(group.get("per_process", [])):
+                if proc.get("status") == "ok":
+                    print(
+                        f"{'':>9} {group['processes']} processes, process {i}: epoch {proc['epoch_s']:.2f} s, "
+                        f"{proc['s_per_step']:.3f} s/step, peak {proc['peak_rss_mb']:.0f} MB "
+                        f"(after compilation {proc['rss_after_compile_mb']:.0f} MB)"
+                    )
+                else:
+                    print(f"{'':>9} {group['processes']} processes, process {i}: {proc.get('status')}")
         if ok and s.get("mode") == "on_device":
             print(
                 f"{'':>9} on device: {s['epochs']} epochs in {s['total_s']:.1f} s (first, with compilation: "
@@ -646,6 +740,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
     ap.add_argument("--epochs", type=int, default=1, help="SpecRaGE epochs (--on-device; the streamed path runs one)")
     ap.add_argument("--devices", type=int, default=1, help="data-parallel devices (CPU: forced host devices)")
+    ap.add_argument(
+        "--processes",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="process counts of the SpecRaGE epoch, each run on the same data: N > 1 starts N local processes "
+        "of one JAX process group (--devices each), every one reading only its rows of each batch",
+    )
     ap.add_argument("--ae", action="store_true", help="autoencoder pre-embedding before SpecRaGE")
     ap.add_argument("--ae-train-rows", type=int, default=20_000)
     ap.add_argument("--ae-epochs", type=int, default=3)
@@ -733,28 +835,30 @@ def main(argv: Sequence[str] | None = None) -> dict:
                     env=env,
                 )
                 save()
-            log(f"n={n}: SpecRaGE epoch")
-            r["specrage"] = run_child(
-                "specrage",
-                {
-                    **common,
-                    "data": str(train_dir),
-                    "batch_size": min(args.batch_size, n),
-                    "steps": args.steps,
-                    "k": args.k,
-                    "n_neighbors": args.n_neighbors,
-                    "hidden": args.hidden,
-                    "temperature": args.temperature,
-                    "learning_rate": args.learning_rate,
-                    "prefetch": args.prefetch,
-                    "devices": args.devices,
-                    "on_device": args.on_device,
-                    "epochs": args.epochs,
-                },
-                timeout_s=None,
-                max_rss_gb=None,
-                env=env,
-            )
+            specrage_params = {
+                **common,
+                "data": str(train_dir),
+                "batch_size": min(args.batch_size, n),
+                "steps": args.steps,
+                "k": args.k,
+                "n_neighbors": args.n_neighbors,
+                "hidden": args.hidden,
+                "temperature": args.temperature,
+                "learning_rate": args.learning_rate,
+                "prefetch": args.prefetch,
+                "devices": args.devices,
+                "on_device": args.on_device,
+                "epochs": args.epochs,
+            }
+            for count in args.processes:
+                log(f"n={n}: SpecRaGE epoch ({count} process{'es' if count > 1 else ''})")
+                stage = "specrage" if count == args.processes[0] else f"specrage_{count}_processes"
+                r[stage] = (
+                    run_child("specrage", specrage_params, timeout_s=None, max_rss_gb=None, env=env)
+                    if count == 1
+                    else run_process_group("specrage", specrage_params, count, env=env)
+                )
+                save()
             save()
             if args.no_exact:
                 pass

@@ -343,3 +343,19 @@ def test_bench_scaling_tiny_on_device(tmp_path) -> None:
         assert s["mode"] == "on_device" and s["epochs"] == 2 and len(s["epochs_s"]) == 2 and s["steps"] == 2
         assert s["epoch_s"] == s["epochs_s"][1] and abs(s["total_s"] - sum(s["epochs_s"])) < 1e-9
         assert s["transfer_s"] >= 0 and s["loss_finite"]
+
+
+@pytest.mark.slow  # ~40 s: the streamed epoch by one process, then by a group of two
+def test_bench_scaling_tiny_over_two_processes(tmp_path) -> None:
+    """--processes 1 2: the same streamed epoch by one process and by two processes of one JAX group
+    (each reading its half of every batch): both finish with finite losses, the group's first loss
+    equals the single process's (the same global batch, the same step), and each process of the
+    group reports its own epoch time and peak RSS."""
+    results = run_bench(tmp_path, "--processes", "1", "2", "--no-exact")
+    for n, r in results["sizes"].items():
+        one, two = r["specrage"], r["specrage_2_processes"]
+        assert one["status"] == "ok" and two["status"] == "ok", (n, r)
+        assert two["processes"] == 2 and len(two["devices"]) == 2 and two["loss_finite"]
+        assert abs(two["loss_first"] - one["loss_first"]) <= 1e-5 * abs(one["loss_first"])
+        assert [p["status"] for p in two["per_process"]] == ["ok", "ok"]
+        assert all(p["epoch_s"] > 0 and p["peak_rss_mb"] > 0 for p in two["per_process"])
