@@ -109,8 +109,12 @@ def test_a_process_group_comes_from_flags_or_the_environment():
     assert group_from("h:1", 2, 0, environ=env) == ProcessGroup("h:1", 2, 0)  # flags win
     with pytest.raises(ValueError, match="missing --num-processes, --process-id"):
         group_from("h:1", None, None, environ={})
-    with pytest.raises(ValueError, match="HOST:PORT"):
+    assert group_from("auto", None, None, environ={}) == ProcessGroup("auto")  # JAX detects the rest
+    assert group_from(None, None, None, environ={"SPECRAGE_COORDINATOR": "auto"}) == ProcessGroup("auto")
+    with pytest.raises(ValueError, match="HOST:PORT or 'auto'"):
         ProcessGroup("nohost", 2, 0)
+    with pytest.raises(ValueError, match="needs the number of processes"):
+        ProcessGroup("h:1")
     with pytest.raises(ValueError, match="outside 0..1"):
         ProcessGroup("h:1", 2, 2)
 
@@ -225,3 +229,47 @@ def test_a_killed_process_stops_the_run_and_resume_gives_the_uninterrupted_resul
     got = json.loads((tmp_path / "run_one" / "metrics.json").read_text())
     assert got["test"]["kmeans"] == expected["test"]["kmeans"]
     compare(model_arrays(tmp_path / "run_one"), model_arrays(launched_run), 1e-5)
+
+
+def slurm_port_and_job() -> tuple[int, int]:
+    """A Slurm job id whose coordinator port (JAX: 61440 + job id mod 4096) is free here."""
+    import random
+
+    for _ in range(100):
+        job = random.randrange(10_000, 1_000_000)
+        port = 65535 - 2**12 + 1 + job % 2**12
+        with socket.socket() as s:
+            try:
+                s.bind(("localhost", port))
+            except OSError:
+                continue
+        return port, job
+    raise RuntimeError("no free port in the Slurm range")
+
+
+@pytest.mark.slow  # ~30 s: a two-process run
+def test_coordinator_auto_takes_the_group_from_slurm(tmp_path):
+    """`specrage train --coordinator auto` in two processes that see the variables `srun` sets
+    (SLURM_JOB_ID, SLURM_STEP_NODELIST, SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID): JAX finds the
+    group itself, the run trains over both and process 0 writes the outputs."""
+    _, job = slurm_port_and_job()
+    base = {**os.environ, "PYTHONPATH": str(ROOT), "XLA_FLAGS": "--xla_force_host_platform_device_count=1",
+            "SLURM_JOB_ID": str(job), "SLURM_STEP_NODELIST": "localhost", "SLURM_NTASKS": "2"}  # fmt: skip
+    args = ["--dataset", "digits", "--epochs", "1", "--set", "train.batch_size=256", "--no-figure", "--quiet",
+            "--coordinator", "auto", "--out", str(tmp_path / "run")]  # fmt: skip
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "specrage_jax.cli", "train", *args],
+            cwd=tmp_path,
+            env={**base, "SLURM_PROCID": str(i), "SLURM_LOCALID": "0"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        for i in range(2)
+    ]
+    logs = [w.communicate(timeout=300)[0] for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], logs[0][-2000:] + logs[1][-2000:]
+    assert "k-means ACC" in logs[0] and "k-means ACC" not in logs[1]
+    record = json.loads((tmp_path / "run" / "checkpoints" / "run.json").read_text())
+    assert record["processes"] == 2

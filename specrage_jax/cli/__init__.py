@@ -213,7 +213,7 @@ def build_parser(dataset_for_help: str | None = None) -> argparse.ArgumentParser
         default=None,
         metavar="HOST:PORT",
         help="train over several processes: the address process 0 serves the group on (or SPECRAGE_COORDINATOR); "
-        "with --num-processes and --process-id",
+        "with --num-processes and --process-id. 'auto': JAX detects the group on Cloud TPU, Slurm and Open MPI",
     )
     train.add_argument(
         "--num-processes",

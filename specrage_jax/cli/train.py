@@ -167,10 +167,7 @@ def join_process_group(args: argparse.Namespace) -> int:
     from specrage_jax.training.distributed import group_from, initialize
 
     group = group_from(args.coordinator, args.num_processes, args.process_id)
-    if group is None or group.num_processes == 1:
-        return 1
-    initialize(group)
-    return group.num_processes
+    return 1 if group is None else initialize(group)
 
 
 def on_secondary_process(config: ExperimentConfig) -> ExperimentConfig:

@@ -65,7 +65,7 @@ from specrage_jax.runs.records import (
 from specrage_jax.runs.run_plan import Stage, stage_plan
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.checkpoint_files import CheckpointError, library_version
-from specrage_jax.training.distributed import host_local, is_primary
+from specrage_jax.training.distributed import barrier, host_local, is_primary
 from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.loop import History
 from specrage_jax.training.pretrained import load_pretrained_nets, save_pretrained_nets
@@ -257,7 +257,7 @@ def run_experiment(
     start = time.perf_counter()
     streamed = should_stream(dataset, stream, data_dir)
     data: MultiViewData | StreamedViews = (
-        open_streamed_dataset(dataset, seed=seed, data_dir=data_dir, cache_dir=cache_dir)
+        open_streamed_once(dataset, seed=seed, data_dir=data_dir, cache_dir=cache_dir)
         if streamed
         else load_dataset(dataset, seed=seed, data_dir=data_dir)
     )
@@ -279,6 +279,17 @@ def run_experiment(
     finally:
         if isinstance(data, StreamedViews):
             data.close()
+
+
+def open_streamed_once(dataset: str, *, seed: int, data_dir: str | None, cache_dir: str | Path | None) -> StreamedViews:
+    """:func:`open_streamed_dataset`; several processes: process 0 first (generating a missing
+    cache), the others once it is done, so a shared cache is generated once."""
+    if is_primary():
+        data = open_streamed_dataset(dataset, seed=seed, data_dir=data_dir, cache_dir=cache_dir)
+    barrier(f"opened {dataset}")
+    if not is_primary():
+        data = open_streamed_dataset(dataset, seed=seed, data_dir=data_dir, cache_dir=cache_dir)
+    return data
 
 
 def _run_loaded(

@@ -29,58 +29,73 @@ Tree = TypeVar("Tree")
 ENV_VARS = ("SPECRAGE_COORDINATOR", "SPECRAGE_NUM_PROCESSES", "SPECRAGE_PROCESS_ID")
 
 
+AUTO = "auto"
+
+
 @dataclass(frozen=True)
 class ProcessGroup:
     """Where the coordinator listens (HOST:PORT, served by process 0), how many processes take
-    part and which one this is."""
+    part and which one this is. ``coordinator="auto"`` leaves all three to JAX's cluster
+    detection (Cloud TPU, Slurm, Open MPI), which fills whichever of the counts is not given."""
 
     coordinator: str
-    num_processes: int
-    process_id: int
+    num_processes: int | None = None
+    process_id: int | None = None
 
     def __post_init__(self) -> None:
-        host, _, port = self.coordinator.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"the coordinator address must be HOST:PORT, got {self.coordinator!r}")
-        if self.num_processes < 1:
+        if self.coordinator != AUTO:
+            host, _, port = self.coordinator.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"the coordinator address must be HOST:PORT or 'auto', got {self.coordinator!r}")
+            if self.num_processes is None or self.process_id is None:
+                raise ValueError("a coordinator address needs the number of processes and this process's id")
+        if self.num_processes is not None and self.num_processes < 1:
             raise ValueError(f"the number of processes must be >= 1, got {self.num_processes}")
-        if not 0 <= self.process_id < self.num_processes:
-            raise ValueError(f"process id {self.process_id} is outside 0..{self.num_processes - 1}")
+        if self.process_id is not None and self.num_processes is not None:
+            if not 0 <= self.process_id < self.num_processes:
+                raise ValueError(f"process id {self.process_id} is outside 0..{self.num_processes - 1}")
 
 
 def group_from(
     coordinator: str | None, num_processes: int | None, process_id: int | None, environ: Mapping[str, str] = os.environ
 ) -> ProcessGroup | None:
     """The process group the arguments name, each missing one read from :data:`ENV_VARS`; None
-    when neither names a coordinator (a single-process run).
+    when neither names a coordinator (a single-process run). A coordinator ``auto`` needs
+    neither count (JAX detects them on Cloud TPU, Slurm and Open MPI).
 
     Raises:
-      ValueError: when a coordinator is named without the process count or id (or the reverse).
+      ValueError: when a coordinator address is named without the process count or id (or the reverse).
     """
-    values = [coordinator, num_processes, process_id]
+    values: list[str | int | None] = [coordinator, num_processes, process_id]
     for i, name in enumerate(ENV_VARS):
         if values[i] is None and environ.get(name):
             values[i] = environ[name]
     if all(v is None for v in values):
         return None
+    counts = [None if v is None else int(v) for v in values[1:]]
+    if values[0] == AUTO:
+        return ProcessGroup(coordinator=AUTO, num_processes=counts[0], process_id=counts[1])
     if any(v is None for v in values):
         missing = [flag for flag, v in zip(("--coordinator", "--num-processes", "--process-id"), values) if v is None]
         raise ValueError(
-            f"a multi-process run needs --coordinator, --num-processes and --process-id (or {', '.join(ENV_VARS)}); "
-            f"missing {', '.join(missing)}"
+            f"a multi-process run needs --coordinator, --num-processes and --process-id (or {', '.join(ENV_VARS)}; "
+            f"or --coordinator auto on Cloud TPU, Slurm, Open MPI); missing {', '.join(missing)}"
         )
-    return ProcessGroup(coordinator=str(values[0]), num_processes=int(values[1]), process_id=int(values[2]))  # type: ignore[arg-type]  # checked not None above
+    return ProcessGroup(coordinator=str(values[0]), num_processes=counts[0], process_id=counts[1])
 
 
-def initialize(group: ProcessGroup) -> None:
-    """Joins this process to ``group`` (call before anything asks JAX for its devices). On CPU
-    the collectives go through Gloo."""
+def initialize(group: ProcessGroup) -> int:
+    """Joins this process to ``group`` (call before anything asks JAX for its devices); returns
+    the number of processes. On CPU the collectives go through Gloo."""
     if group.num_processes == 1:
-        return
+        return 1
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(
-        coordinator_address=group.coordinator, num_processes=group.num_processes, process_id=group.process_id
+        coordinator_address=None if group.coordinator == AUTO else group.coordinator,
+        num_processes=group.num_processes,
+        process_id=group.process_id,
     )
+    return jax.process_count()
 
 
 def is_multiprocess() -> bool:
