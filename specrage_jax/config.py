@@ -214,6 +214,13 @@ class SiameseConfig:
     learning_rate: float = _f(1e-3, "Adam learning rate")
     pair_block: int = _f(8192, "neighbours are exact within random blocks of this many rows")
     max_samples: int = _f(0, "train on at most this many random training rows (0: all); every row is still encoded")
+    patience: int = _f(
+        3, "stop once the loss of held-out pairs (5 %) has not improved by min_delta for this many epochs; 0: never"
+    )
+    min_delta: float = _f(0.01, "relative improvement of the held-out loss that counts (patience)")
+
+    def __post_init__(self) -> None:
+        _check_early_stopping("siamese", self.patience, self.min_delta)
 
 
 @dataclass(frozen=True)
@@ -226,6 +233,20 @@ class AutoencoderConfig:
     epochs: int = _f(100, "training epochs")
     batch_size: int = _f(256, "samples per step")
     learning_rate: float = _f(1e-3, "Adam learning rate")
+    patience: int = _f(
+        3, "stop once the loss of held-out rows (5 %) has not improved by min_delta for this many epochs; 0: never"
+    )
+    min_delta: float = _f(0.01, "relative improvement of the held-out loss that counts (patience)")
+
+    def __post_init__(self) -> None:
+        _check_early_stopping("autoencoder", self.patience, self.min_delta)
+
+
+def _check_early_stopping(section: str, patience: int, min_delta: float) -> None:
+    if patience < 0 or not 0.0 <= min_delta < 1.0:
+        raise ValueError(
+            f"{section}.patience must be >= 0 and {section}.min_delta in [0, 1); got {patience}, {min_delta}"
+        )
 
 
 @dataclass(frozen=True)

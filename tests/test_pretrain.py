@@ -94,3 +94,60 @@ def test_siamese_training_rows_subsample_is_seeded_distinct_and_bounded():
     assert not np.array_equal(sub, training_rows(x, 30, seed=4))
     with pytest.raises(ValueError, match="max_samples"):
         training_rows(x, -1, seed=0)
+
+
+def counting_stage(n: int, held_out_curve: list[float]):
+    """A fake stage over n items: the step records the items it trains on, the held-out loss
+    follows ``held_out_curve`` epoch by epoch (then stays at its last value)."""
+    import jax.numpy as jnp
+
+    trained: set[int] = set()
+    epoch = {"i": 0}
+
+    def step(state, batch):
+        trained.update(int(i) for i in np.asarray(batch[0]))
+        return state, jnp.float32(1.0)
+
+    def loss(state, batch):
+        value = held_out_curve[min(epoch["i"], len(held_out_curve) - 1)]
+        epoch["i"] += 1
+        return jnp.float32(value)
+
+    return step, loss, trained
+
+
+def test_a_stage_stops_once_its_held_out_loss_stalls_and_never_trains_on_held_out_items():
+    from specrage_jax.training.pretrain import HOLDOUT_FRACTION, EarlyStopping, run_minibatch_epochs
+
+    n = 2000
+    curve = [1.0, 0.5, 0.3, 0.299, 0.298, 0.2985, 0.1]  # stalls (< 1 % better) after epoch 3
+    step, loss, trained = counting_stage(n, curve)
+    run = run_minibatch_epochs(
+        None, step, n, lambda idx: (idx,), batch_size=100, epochs=50, seed=0, desc="t", progress=False,
+        loss=loss, stopping=EarlyStopping(patience=3, min_delta=0.01),
+    )  # fmt: skip
+    assert len(run.losses) == 6 and run.held_out_losses == pytest.approx(curve[:6])
+    assert "after epoch 6" in run.stop_reason
+    held = n - len(trained)
+    assert held == int(n * HOLDOUT_FRACTION)  # the held-out items were never trained on
+
+    step, loss, trained = counting_stage(n, curve)
+    run = run_minibatch_epochs(
+        None, step, n, lambda idx: (idx,), batch_size=100, epochs=8, seed=0, desc="t", progress=False,
+        loss=loss, stopping=EarlyStopping(patience=0, min_delta=0.01),
+    )  # fmt: skip
+    assert len(run.losses) == 8 and run.held_out_losses == [] and len(trained) == n  # patience 0: all, always
+
+
+def test_early_stopping_settings_are_checked():
+    with pytest.raises(ValueError, match="siamese.patience must be >= 0"):
+        SiameseConfig(patience=-1)
+    with pytest.raises(ValueError, match="autoencoder.patience must be >= 0 and autoencoder.min_delta"):
+        AutoencoderConfig(min_delta=1.0)
+
+
+def test_the_autoencoder_stops_early_on_held_out_rows():
+    x, _ = clusters(n=2000, d=8)
+    ae = train_autoencoder(x, dataclasses.replace(SMALL_AE, epochs=200, patience=2), seed=0)
+    assert 2 < len(ae.losses) < 200 and len(ae.held_out_losses) == len(ae.losses)
+    assert ae.held_out_losses[-1] < 0.2 * ae.held_out_losses[0]

@@ -209,7 +209,7 @@ def train_alignment(
     net = AlignmentNet(view_dims, config.hidden, config.n_components, rngs=nnx.Rngs(seed))
     state = create_net_state(net, config.learning_rate)
     step = partial(_train_step, n_neighbors=int(config.n_neighbors), alignment_weight=float(config.alignment_weight))
-    state, losses = run_minibatch_epochs(
+    run = run_minibatch_epochs(
         state,
         step,
         n,
@@ -220,6 +220,7 @@ def train_alignment(
         desc="alignment",
         progress=progress,
     )
+    state, losses = run.state, run.losses
     raw = [
         apply_in_chunks(partial(_view_forward, state.graphdef, state.params, view=v), x) for v, x in enumerate(arrays)
     ]

@@ -61,6 +61,7 @@ class TrainedNet:
     state: NetState
     losses: tuple[float, ...]
     submodule: str | None = None
+    held_out_losses: tuple[float, ...] = ()  # per epoch, when the stage held items out to stop early
 
     def encode(self, x: np.ndarray) -> np.ndarray:
         return apply_in_chunks(

@@ -28,6 +28,10 @@ class Stage:
         return self.nets * self.epochs * self.steps_per_epoch
 
 
+def early_stop_note(patience: int, items: str) -> str:
+    return f"at most: stops once the loss of held-out {items} stalls for {patience} epochs" if patience else ""
+
+
 def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple[Stage, ...]:
     """The stages a run of ``config`` trains on ``n_train`` rows of ``n_views`` views, in order."""
     stages = []
@@ -42,6 +46,7 @@ def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple
                 m,
                 "rows",
                 "--autoencoder-epochs (autoencoder.epochs)",
+                note=early_stop_note(config.autoencoder.patience, "rows"),
             )
         )
     if config.siamese.enabled:
@@ -57,7 +62,11 @@ def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple
                 m,
                 "pairs",
                 "--siamese-epochs (siamese.epochs)",
-                note=f"{pairs} pairs from {rows} rows",
+                note="; ".join(
+                    part
+                    for part in (f"{pairs} pairs from {rows} rows", early_stop_note(config.siamese.patience, "pairs"))
+                    if part
+                ),
             )
         )
     m = min(config.train.batch_size, n_train)

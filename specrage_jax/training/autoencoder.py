@@ -18,27 +18,35 @@ from specrage_jax.nets.netstate import (
     adam_update,
     create_net_state,
 )
-from specrage_jax.training.pretrain import run_minibatch_epochs
+from specrage_jax.training.pretrain import EarlyStopping, run_minibatch_epochs
+
+
+def reconstruction_loss(params: nnx.State, graphdef: nnx.GraphDef, x: jax.Array) -> jax.Array:
+    """Mean squared reconstruction error of x (m, d)."""
+    return jnp.mean((nnx.merge(graphdef, params)(x) - x) ** 2)
 
 
 @partial(jax.jit, donate_argnums=0)
 def autoencoder_step(state: NetState, batch: tuple[jax.Array]) -> tuple[NetState, jax.Array]:
     """One Adam step on the reconstruction MSE of a batch x (m, d)."""
     (x,) = batch
-
-    def loss_fn(params):
-        return jnp.mean((nnx.merge(state.graphdef, params)(x) - x) ** 2)
-
-    loss, grads = jax.value_and_grad(loss_fn)(state.params)
+    loss, grads = jax.value_and_grad(reconstruction_loss)(state.params, state.graphdef, x)
     return adam_update(state, grads), loss
+
+
+@jax.jit
+def autoencoder_loss(state: NetState, batch: tuple[jax.Array]) -> jax.Array:
+    """The reconstruction MSE of a batch x (m, d), no update (the held-out loss)."""
+    return reconstruction_loss(state.params, state.graphdef, batch[0])
 
 
 def train_autoencoder(
     x: np.ndarray, config: AutoencoderConfig, *, seed: int, progress: bool = False, name: str = "view"
 ) -> TrainedNet:
-    """Trains one view's autoencoder on its training rows x (n, d)."""
+    """Trains one view's autoencoder on its training rows x (n, d), stopping early once the
+    reconstruction loss of held-out rows stops improving (``config.patience``)."""
     state = create_net_state(Autoencoder(x.shape[1], config, rngs=nnx.Rngs(seed)), config.learning_rate)
-    state, losses = run_minibatch_epochs(
+    run = run_minibatch_epochs(
         state,
         autoencoder_step,
         x.shape[0],
@@ -48,5 +56,9 @@ def train_autoencoder(
         seed=seed,
         desc=f"autoencoder {name}",
         progress=progress,
+        loss=autoencoder_loss,
+        stopping=EarlyStopping(config.patience, config.min_delta),
     )
-    return TrainedNet(state=state, losses=tuple(losses), submodule="encoder")
+    return TrainedNet(
+        state=run.state, losses=tuple(run.losses), submodule="encoder", held_out_losses=tuple(run.held_out_losses)
+    )

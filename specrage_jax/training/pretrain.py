@@ -1,9 +1,10 @@
-"""Shared machinery of the two pre-training stages (Siamese affinity nets, autoencoders):
-a small train state for one Flax NNX network and a seeded mini-batch loop over arrays."""
+"""Shared machinery of the two pre-training stages (Siamese affinity nets, autoencoders): a
+seeded mini-batch loop over arrays that stops once the loss on held-out items stops improving."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -12,38 +13,104 @@ from tqdm.auto import tqdm
 
 from specrage_jax.nets.netstate import NetState
 
+HOLDOUT_FRACTION = 0.05  # items held out to decide when a stage stops
+HOLDOUT_MAX = 4096
+HOLDOUT_MIN = 64  # fewer held-out items would be too noisy to stop on: train every epoch instead
+
+Take = Callable[[np.ndarray], tuple[np.ndarray, ...]]
+Loss = Callable[[NetState, tuple[jax.Array, ...]], jax.Array]
+
+
+@dataclass(frozen=True)
+class EarlyStopping:
+    """Stop after ``patience`` epochs without the held-out loss falling below ``(1 - min_delta)``
+    times its best so far; ``patience`` 0 trains every epoch on every item."""
+
+    patience: int
+    min_delta: float
+
+    def __post_init__(self) -> None:
+        if self.patience < 0 or not 0.0 <= self.min_delta < 1.0:
+            raise ValueError(f"patience must be >= 0 and min_delta in [0, 1), got {self.patience}, {self.min_delta}")
+
+
+@dataclass(frozen=True)
+class StageRun:
+    """What a stage's loop returns: the state, the training loss per epoch, the held-out loss per
+    epoch (empty when nothing was held out) and why it stopped."""
+
+    state: NetState
+    losses: list[float]
+    held_out_losses: list[float]
+    stop_reason: str
+
+
+def holdout_split(n: int, stopping: EarlyStopping | None, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(training items, held-out items) of range(n): ``HOLDOUT_FRACTION`` of them (at most
+    ``HOLDOUT_MAX``) held out when early stopping is on and that is at least ``HOLDOUT_MIN``."""
+    held = min(HOLDOUT_MAX, int(n * HOLDOUT_FRACTION))
+    if stopping is None or not stopping.patience or held < HOLDOUT_MIN:
+        return np.arange(n), np.arange(0)
+    order = rng.permutation(n)
+    return np.sort(order[held:]), np.sort(order[:held])
+
+
+def held_out_loss(state: NetState, loss: Loss, take: Take, items: np.ndarray) -> float:
+    """``loss`` over all held-out ``items`` in one batch (at most ``HOLDOUT_MAX``: one compiled shape)."""
+    return float(loss(state, tuple(jnp.asarray(a) for a in take(items))))
+
 
 def run_minibatch_epochs(
     state: NetState,
     step: Callable[[NetState, tuple[jax.Array, ...]], tuple[NetState, jax.Array]],
     n: int,
-    take: Callable[[np.ndarray], tuple[np.ndarray, ...]],
+    take: Take,
     *,
     batch_size: int,
     epochs: int,
     seed: int,
     desc: str,
     progress: bool,
-) -> tuple[NetState, list[float]]:
+    loss: Loss | None = None,
+    stopping: EarlyStopping | None = None,
+) -> StageRun:
     """Shuffled mini-batches over n items, ``take(indices)`` building each batch's arrays (so
-    pair datasets are gathered per batch, never materialized); returns the state and the mean
-    loss per epoch. The batch is at most n, so small data still trains; a last partial batch
-    is dropped (fixed shapes, one compile).
+    pair datasets are gathered per batch, never materialized). The batch is at most n, so small
+    data still trains; a last partial batch is dropped (fixed shapes, one compile).
+
+    With ``stopping`` (and ``loss``, the batch loss without the update), a seeded
+    ``HOLDOUT_FRACTION`` of the items is held out and the loop ends once their loss has not
+    improved by ``stopping.min_delta`` (relative) for ``stopping.patience`` epochs.
     """
-    m = min(batch_size, n)
     rng = np.random.default_rng(seed)
-    losses = []
+    train_items, held = holdout_split(n, stopping if loss is not None else None, rng)
+    m = min(batch_size, train_items.size)
+    losses: list[float] = []
+    held_losses: list[float] = []
+    best, bad = np.inf, 0
+    stop_reason = f"completed {epochs} epochs"
     bar = tqdm(range(epochs), desc=desc, unit="epoch", disable=not progress, leave=False)
-    for _ in bar:
-        order = rng.permutation(n)
+    for epoch in bar:
+        order = train_items[rng.permutation(train_items.size)]
         epoch_losses = []
-        for start in range(0, n - m + 1, m):
-            idx = order[start : start + m]
-            state, loss = step(state, tuple(jnp.asarray(a) for a in take(idx)))
-            epoch_losses.append(loss)
+        for start in range(0, order.size - m + 1, m):
+            state, batch_loss = step(state, tuple(jnp.asarray(a) for a in take(order[start : start + m])))
+            epoch_losses.append(batch_loss)
         losses.append(float(jnp.mean(jnp.stack(epoch_losses))))
         if not np.isfinite(losses[-1]):
             raise FloatingPointError(f"{desc}: loss became {losses[-1]}; lower the learning rate")
         bar.set_postfix(loss=f"{losses[-1]:.4g}")
+        if held.size and loss is not None and stopping is not None:
+            held_losses.append(held_out_loss(state, loss, take, held))
+            if held_losses[-1] < best * (1.0 - stopping.min_delta):
+                best, bad = held_losses[-1], 0
+            else:
+                bad += 1
+            if bad >= stopping.patience:
+                stop_reason = (
+                    f"held-out loss not {stopping.min_delta:.0%} below its best for {stopping.patience} epochs "
+                    f"after epoch {epoch + 1}"
+                )
+                break
     bar.close()
-    return state, losses
+    return StageRun(state=state, losses=losses, held_out_losses=held_losses, stop_reason=stop_reason)

@@ -23,7 +23,7 @@ from specrage_jax.nets.netstate import (
 )
 from specrage_jax.nets.siamese import siamese_net
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
-from specrage_jax.training.pretrain import run_minibatch_epochs
+from specrage_jax.training.pretrain import EarlyStopping, run_minibatch_epochs
 
 
 def contrastive_loss(z_a: jax.Array, z_b: jax.Array, is_positive: jax.Array, margin: float) -> jax.Array:
@@ -32,19 +32,28 @@ def contrastive_loss(z_a: jax.Array, z_b: jax.Array, is_positive: jax.Array, mar
     return jnp.mean(is_positive * d**2 + (1.0 - is_positive) * jnp.maximum(margin - d, 0.0) ** 2)
 
 
+def pair_loss(
+    params: nnx.State, graphdef: nnx.GraphDef, batch: tuple[jax.Array, jax.Array, jax.Array], margin: float
+) -> jax.Array:
+    """The contrastive loss of a batch of pairs (x_a (p, d), x_b (p, d), y (p,))."""
+    x_a, x_b, is_positive = batch
+    net = nnx.merge(graphdef, params)
+    return contrastive_loss(net(x_a), net(x_b), is_positive, margin)
+
+
 @partial(jax.jit, static_argnames="margin", donate_argnums=0)
 def siamese_step(
     state: NetState, batch: tuple[jax.Array, jax.Array, jax.Array], margin: float
 ) -> tuple[NetState, jax.Array]:
     """One Adam step on the contrastive loss of a batch of pairs (x_a (p, d), x_b (p, d), y (p,))."""
-    x_a, x_b, is_positive = batch
-
-    def loss_fn(params):
-        net = nnx.merge(state.graphdef, params)
-        return contrastive_loss(net(x_a), net(x_b), is_positive, margin)
-
-    loss, grads = jax.value_and_grad(loss_fn)(state.params)
+    loss, grads = jax.value_and_grad(pair_loss)(state.params, state.graphdef, batch, margin)
     return adam_update(state, grads), loss
+
+
+@partial(jax.jit, static_argnames="margin")
+def siamese_loss(state: NetState, batch: tuple[jax.Array, jax.Array, jax.Array], margin: float) -> jax.Array:
+    """The contrastive loss of a batch of pairs, no update (the held-out loss)."""
+    return pair_loss(state.params, state.graphdef, batch, margin)
 
 
 @partial(jax.jit, static_argnames="n_neighbors")
@@ -101,14 +110,14 @@ def train_siamese(
 ) -> TrainedNet:
     """Trains one view's Siamese net on pairs from its training rows x (n, d); with
     ``config.max_samples`` only on that many seeded random rows (pairs cost n * 2 * n_positive
-    forward pairs per epoch, so 56k-row MNIST views need a subsample on a CPU)."""
+    forward pairs per epoch, so 56k-row MNIST views need a subsample on a CPU), stopping early once
+    the loss of held-out pairs stops improving (``config.patience``)."""
     x = training_rows(x, config.max_samples, seed=seed)
     first, second, is_positive = contrastive_pairs(x, config.n_positive, seed=seed, block_size=config.pair_block)
     state = create_net_state(siamese_net(x.shape[1], config, seed=seed), config.learning_rate)
-    step = partial(siamese_step, margin=config.margin)
-    state, losses = run_minibatch_epochs(
+    run = run_minibatch_epochs(
         state,
-        step,
+        partial(siamese_step, margin=config.margin),
         first.size,
         lambda idx: (x[first[idx]], x[second[idx]], is_positive[idx]),
         batch_size=config.batch_size,
@@ -116,5 +125,7 @@ def train_siamese(
         seed=seed,
         desc=f"siamese {name}",
         progress=progress,
+        loss=partial(siamese_loss, margin=config.margin),
+        stopping=EarlyStopping(config.patience, config.min_delta),
     )
-    return TrainedNet(state=state, losses=tuple(losses))
+    return TrainedNet(state=run.state, losses=tuple(run.losses), held_out_losses=tuple(run.held_out_losses))
