@@ -16,7 +16,7 @@ from specrage_jax.data import load_dataset
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.embed import embed
 from specrage_jax.runs.experiment import evaluate_state, train_on_splits
-from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain
+from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain, resolve_run_defaults
 
 
 def main() -> None:
@@ -30,6 +30,7 @@ def main() -> None:
     config = preset_config(args.dataset, data.n_classes, args.overrides)
     start = time.perf_counter()
     splits = prepare_splits(data, config, seed=args.seed)
+    config, _ = resolve_run_defaults(config, splits, data.n_classes, seed=args.seed)  # the data-aware settings
     splits, codes, stages = pretrain(splits, config, seed=args.seed)
     state, history = train_on_splits(splits, config, seed=args.seed, codes=codes)
     seconds = time.perf_counter() - start
