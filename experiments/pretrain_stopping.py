@@ -79,6 +79,16 @@ def traced_stage(state: NetState, step, loss, n: int, take, *, encode, val_x, va
     return run.state, trace
 
 
+def stage_record(trace: list[dict], stage_config, inputs: np.ndarray, labels: np.ndarray) -> dict:
+    """A stage's trace, the epoch the configured rule stops after, and its input's purity."""
+    held = [t["held_out_loss"] for t in trace]
+    return {
+        "trace": trace,
+        "default_rule_stops_after": default_stop(held, stage_config.patience, stage_config.min_delta),
+        "input_purity": knn_purity(inputs, labels),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="infinitemnist:20000")
@@ -87,19 +97,27 @@ def main() -> None:
     parser.add_argument("--view", type=int, default=0)
     parser.add_argument("--ae-epochs", type=int, default=60)
     parser.add_argument("--siamese-epochs", type=int, default=20)
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", default="experiments/results/pretrain_stopping.json")
     args = parser.parse_args()
 
     data = load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir)
-    config = preset_config(args.dataset, data.n_classes)
+    config = preset_config(args.dataset, data.n_classes, args.overrides)
     splits = prepare_splits(data, config, seed=args.seed)
     config, _ = resolve_run_defaults(config, splits, data.n_classes, seed=args.seed)
     x, val_x, val_y = splits.train[args.view], splits.val[args.view], splits.val_labels
     seed = args.seed + args.view
-    result: dict = {"dataset": args.dataset, "seed": args.seed, "view": args.view, "machine": platform.processor()}
+    result: dict = {
+        "dataset": args.dataset,
+        "seed": args.seed,
+        "view": args.view,
+        "overrides": args.overrides,
+        "machine": platform.processor(),
+    }
 
     ae_config = config.autoencoder
     ae = create_net_state(Autoencoder(x.shape[1], ae_config, rngs=nnx.Rngs(seed)), ae_config.learning_rate)
+
     def ae_codes(net: TrainedNet, rows: np.ndarray) -> np.ndarray:
         return dataclasses.replace(net, submodule="encoder").encode(rows)
 
@@ -107,12 +125,7 @@ def main() -> None:
         ae, autoencoder_step, autoencoder_loss, x.shape[0], lambda idx: (x[idx],), encode=ae_codes,
         val_x=val_x, val_y=val_y, epochs=args.ae_epochs, batch=ae_config.batch_size, seed=seed, desc="autoencoder",
     )  # fmt: skip
-    held = [t["held_out_loss"] for t in trace]
-    result["autoencoder"] = {
-        "trace": trace,
-        "default_rule_stops_after": default_stop(held, ae_config.patience, ae_config.min_delta),
-        "input_purity": knn_purity(val_x, val_y),
-    }
+    result["autoencoder"] = stage_record(trace, ae_config, val_x, val_y)
     trained_ae = TrainedNet(state=ae, losses=(), submodule="encoder")
     codes, val_codes = trained_ae.encode(x), trained_ae.encode(val_x)
 
@@ -124,12 +137,7 @@ def main() -> None:
         lambda idx: (codes[first[idx]], codes[second[idx]], positive[idx]), encode=lambda n, rows: n.encode(rows),
         val_x=val_codes, val_y=val_y, epochs=args.siamese_epochs, batch=sc.batch_size, seed=seed, desc="siamese",
     )  # fmt: skip
-    held = [t["held_out_loss"] for t in trace]
-    result["siamese"] = {
-        "trace": trace,
-        "default_rule_stops_after": default_stop(held, sc.patience, sc.min_delta),
-        "input_purity": knn_purity(val_codes, val_y),
-    }
+    result["siamese"] = stage_record(trace, sc, val_codes, val_y)
     Path(args.json).write_text(json.dumps(result, indent=1))
     for stage in ("autoencoder", "siamese"):
         r = result[stage]
