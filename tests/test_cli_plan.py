@@ -3,6 +3,8 @@ dataset trains with in --help, and a first checkpoint right after the first epoc
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -15,11 +17,17 @@ def test_the_plan_lists_every_stage_with_its_bound():
     stages = stage_plan(preset("infinitemnist:20000"), n_train=14400, n_views=2)
     assert [s.name for s in stages] == ["autoencoders", "Siamese nets", "SpecRaGE"]
     autoencoders, siamese, specrage = stages
-    assert (autoencoders.nets, autoencoders.epochs, autoencoders.steps_per_epoch) == (2, 100, 14400 // 256)
+    assert (autoencoders.nets, autoencoders.epochs, autoencoders.steps_per_epoch) == (2, 100, 14400 // 128)
     assert siamese.steps_per_epoch == 14400 * 2 * 5 // 512 and "--siamese-epochs" in siamese.bound_by
     assert specrage.epochs == 25 and "--epochs" in specrage.bound_by
     lines = format_plan(stages)
-    assert lines[0].startswith("1. autoencoders: 2 nets x 100 epochs x 56 steps of 256 rows (11,200 steps")
+    assert lines[0].startswith("1. autoencoders: 2 nets x 100 epochs x 112 steps of 128 rows (22,400 steps")
+    assert "at most: stops once the loss of held-out rows stalls for 3 epochs" in lines[0]
+    assert "held-out pairs" in lines[1]
+    no_stop = dataclasses.replace(
+        preset("infinitemnist"), siamese=dataclasses.replace(preset("infinitemnist").siamese, patience=0)
+    )
+    assert "held-out" not in format_plan(stage_plan(no_stop, n_train=14400, n_views=2))[1]
 
 
 def test_stage_bounds_from_the_command_line_reach_their_stage(tmp_path, capsys):
