@@ -29,7 +29,7 @@ from specrage_jax.nets.embed import embed
 from specrage_jax.ops.spectral import mean_laplacian_eigenvectors
 from specrage_jax.overrides import config_to_dict
 from specrage_jax.runs.experiment import evaluate_state, train_on_splits
-from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain
+from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain, resolve_run_defaults
 from specrage_jax.runs.records import environment_info
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -63,6 +63,7 @@ def run_seed(dataset: str, overrides: list[str], seed: int, data_dir: str | None
     data = load_dataset(dataset, seed=seed, data_dir=data_dir)
     config = preset_config(dataset, data.n_classes, overrides)
     splits = prepare_splits(data, config, seed=seed)
+    config, _ = resolve_run_defaults(config, splits, data.n_classes, seed=seed)  # the data-aware settings
     start = time.perf_counter()
     splits, codes, stages = pretrain(splits, config, seed=seed)
     state, history = train_on_splits(splits, config, seed=seed, codes=codes)
