@@ -162,11 +162,9 @@ def run_process_group(task: str, params: dict, processes: int, *, env: dict | No
     """``task`` as ``processes`` processes of one JAX process group on this machine (a free
     coordinator port; each child joins it before JAX starts): process 0's result, with every
     process's wall time, epoch time and peak RSS under ``per_process``."""
-    import socket
+    from specrage_jax.cli.launch import free_port
 
-    with socket.socket() as sock:
-        sock.bind(("localhost", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     group = [
         {**params, "group": {"coordinator": f"localhost:{port}", "num_processes": processes, "process_id": i}}
         for i in range(processes)

@@ -13,15 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from specrage_jax.cli.launch import free_port
 from specrage_jax.training.distributed import ProcessGroup, group_from
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
 
 
 def run_group(out: Path, processes: int, devices_per_process: int, epochs: int = 2) -> dict[str, np.ndarray]:

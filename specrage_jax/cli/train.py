@@ -182,6 +182,8 @@ def run_train(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"specrage: {one_line(err)}", file=sys.stderr)
         return 2
+    from specrage_jax.training.distributed import is_primary
+
     try:
         stream = stream_choice(args.stream)
         max_rows = eval_max_rows(args.eval_max_rows)
@@ -210,11 +212,8 @@ def run_train(args: argparse.Namespace) -> int:
                 keep_checkpoints=args.keep_checkpoints,
             )
             out = args.out or f"runs/{dataset}-seed{seed}"
-        if processes > 1:
-            import jax
-
-            if jax.process_index() != 0:
-                config = on_secondary_process(config)
+        if processes > 1 and not is_primary():  # one process alone never starts JAX this early
+            config = on_secondary_process(config)
     except ValueError as err:  # CheckpointError included
         print(f"specrage: {one_line(err)}", file=sys.stderr)
         return 2
@@ -255,9 +254,7 @@ def run_train(args: argparse.Namespace) -> int:
             raise
         print(f"specrage: {one_line(err)} (--debug shows the traceback)", file=sys.stderr)
         return 2
-    import jax
-
-    if jax.process_index() != 0:
+    if not is_primary():
         return 0  # process 0 reports and writes the run's outputs
     print(metrics_table(result))
     for problem in result["test"]["health"]["problems"]:

@@ -448,6 +448,14 @@ class TrainingCheckpointer:
             metadata=dict(record.get("metadata", {})),
         )
 
+    def unreadable_name(self, epochs_done: int) -> Path:
+        """Where a damaged checkpoint is moved: ``epoch_<N>.unreadable-<its write time, UTC>-<token>``.
+        The time is the directory's own, not a clock's, so every process of a group names it alike."""
+        written = time.gmtime(self.step_dir(epochs_done).stat().st_mtime)
+        return self.step_dir(epochs_done).with_name(
+            f"epoch_{epochs_done}.unreadable-{time.strftime('%Y%m%d-%H%M%S', written)}-{shared_token()[:6]}"
+        )
+
     def restore_latest(self, template: SpecRaGEState) -> TrainingCheckpoint | None:
         """The newest checkpoint that restores cleanly, or None when there is none.
 
@@ -463,9 +471,7 @@ class TrainingCheckpointer:
             except CheckpointError as err:
                 if "corrupted" not in str(err) and "incomplete" not in str(err):
                     raise
-                aside = self.step_dir(epochs_done).with_name(
-                    f"epoch_{epochs_done}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}-{shared_token()[:6]}"
-                )
+                aside = self.unreadable_name(epochs_done)
                 barrier(f"read {self.step_dir(epochs_done)}")  # every process has tried it
                 if is_primary():
                     os.rename(self.step_dir(epochs_done), aside)

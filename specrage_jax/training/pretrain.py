@@ -36,13 +36,12 @@ class EarlyStopping:
 
 @dataclass(frozen=True)
 class StageRun:
-    """What a stage's loop returns: the state, the training loss per epoch, the held-out loss per
-    epoch (empty when nothing was held out) and why it stopped."""
+    """What a stage's loop returns: the state, the training loss per epoch (as many as it trained)
+    and the held-out loss per epoch (empty when nothing was held out)."""
 
     state: NetState
     losses: list[float]
     held_out_losses: list[float]
-    stop_reason: str
 
 
 def holdout_split(n: int, stopping: EarlyStopping | None, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -88,9 +87,8 @@ def run_minibatch_epochs(
     losses: list[float] = []
     held_losses: list[float] = []
     best, bad = np.inf, 0
-    stop_reason = f"completed {epochs} epochs"
     bar = tqdm(range(epochs), desc=desc, unit="epoch", disable=not progress, leave=False)
-    for epoch in bar:
+    for _ in bar:
         order = train_items[rng.permutation(train_items.size)]
         epoch_losses = []
         for start in range(0, order.size - m + 1, m):
@@ -100,17 +98,13 @@ def run_minibatch_epochs(
         if not np.isfinite(losses[-1]):
             raise FloatingPointError(f"{desc}: loss became {losses[-1]}; lower the learning rate")
         bar.set_postfix(loss=f"{losses[-1]:.4g}")
-        if held.size and loss is not None and stopping is not None:
+        if held.size and loss is not None and stopping is not None:  # items are held out only with both
             held_losses.append(held_out_loss(state, loss, take, held))
             if held_losses[-1] < best * (1.0 - stopping.min_delta):
                 best, bad = held_losses[-1], 0
             else:
                 bad += 1
             if bad >= stopping.patience:
-                stop_reason = (
-                    f"held-out loss not {stopping.min_delta:.0%} below its best for {stopping.patience} epochs "
-                    f"after epoch {epoch + 1}"
-                )
                 break
     bar.close()
-    return StageRun(state=state, losses=losses, held_out_losses=held_losses, stop_reason=stop_reason)
+    return StageRun(state=state, losses=losses, held_out_losses=held_losses)
