@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from specrage_jax.data import load_dataset
-from specrage_jax.evaluation.metrics import kmeans_metrics, summarize_seeds
+from specrage_jax.evaluation.clusters import nearest_centre
+from specrage_jax.evaluation.metrics import clustering_accuracy, kmeans_clusters, kmeans_metrics, summarize_seeds
 from specrage_jax.nets.embed import embed
 from specrage_jax.ops.spectral import mean_laplacian_eigenvectors
 from specrage_jax.overrides import config_to_dict
@@ -80,6 +81,7 @@ def run_seed(dataset: str, overrides: list[str], seed: int, data_dir: str | None
         )
     return {
         "seed": seed,
+        "clustering_variants": clustering_variants(state, splits, k, seed=seed),
         "test": {"kmeans": test["kmeans"], "svm": test["svm"]},
         "baselines": baselines,
         "val_kmeans": kmeans_metrics(y_val, splits.val_labels, n_clusters=k, seed=seed),
@@ -91,12 +93,48 @@ def run_seed(dataset: str, overrides: list[str], seed: int, data_dir: str | None
     }
 
 
+def clustering_variants(state: Any, splits: Any, k: int, *, seed: int) -> dict[str, dict[str, float]]:
+    """k-means ACC of the validation and test embeddings under several ways of clustering them:
+    fitted on the split's own rows ("self") or on the training rows with each row assigned to
+    its nearest centre ("train"); raw rows or rows scaled to unit norm; 10 or 100 restarts.
+    For choosing the clustering protocol on the validation split: {name: {"val", "test"}}."""
+    raw = {name: embed(state, getattr(splits, name), rows="raw")[0] for name in ("train", "val", "test")}
+    unit = {name: y / np.maximum(np.linalg.norm(y, axis=1, keepdims=True), 1e-12) for name, y in raw.items()}
+    labels = {"val": splits.val_labels, "test": splits.test_labels}
+    out: dict[str, dict[str, float]] = {}
+    for rows_name, rows in (("raw", raw), ("unit", unit)):
+        for n_init in (10, 100):
+            out[f"self_{rows_name}_n{n_init}"] = {
+                split: clustering_accuracy(
+                    labels[split], kmeans_clusters(rows[split], n_clusters=k, seed=seed, n_init=n_init)[0]
+                )
+                for split in ("val", "test")
+            }
+        _, centres = kmeans_clusters(rows["train"], n_clusters=k, seed=seed, n_init=10)
+        out[f"train_{rows_name}_n10"] = {
+            split: clustering_accuracy(labels[split], nearest_centre(rows[split], centres)) for split in ("val", "test")
+        }
+    return out
+
+
+def payload_label(payload: dict[str, Any]) -> str:
+    """How a results file names its run: its label and overrides ("preset" without either)."""
+    name = payload.get("label") or "ours: the preset"
+    if payload.get("description"):
+        name = f"{name}: {payload['description']}"
+    overrides = payload.get("overrides") or []
+    return f"{name}; run with {', '.join(f'`{o}`' for o in overrides)}" if overrides else name
+
+
 def fmt(mean: float, std: float | None) -> str:
     return f"{mean:.1f}" if std is None else f"{mean:.1f} ± {std:.1f}"
 
 
-def markdown_tables(results: dict[str, dict[str, Any]]) -> str:
-    """One table per dataset: ours (mean ± std over seeds, percent) beside the paper's."""
+def markdown_tables(results: dict[str, dict[str, Any]], variants: dict[str, list[dict[str, Any]]] | None = None) -> str:
+    """One table per dataset: ours (mean ± std over seeds, percent) beside the paper's; each
+    labelled variant run of that dataset (``--label``: e.g. the view weights left free) as one
+    more column, named by its label."""
+    variants = variants or {}
     lines = [
         "# SpecRaGE (specrage_jax) vs the paper",
         "",
@@ -117,23 +155,27 @@ def markdown_tables(results: dict[str, dict[str, Any]]) -> str:
         base = summarize_seeds([s["baselines"] for s in seeds])
         paper = PAPER.get(dataset, {})
         seconds = np.mean([s["timing"]["train_seconds"] for s in seeds])
-        lines += [
-            f"## {dataset} ({len(seeds)} seeds, mean train time {seconds:.0f} s)",
-            "",
-            "| metric | ours | paper |",
-            "|---|---|---|",
-        ]
+        extra = variants.get(dataset, [])
+        extra_ours = [summarize_seeds([s["test"] for s in v["seeds"]]) for v in extra]
+        extra_base = [summarize_seeds([s["baselines"] for s in v["seeds"]]) for v in extra]
+        lines += [f"## {dataset} ({len(seeds)} seeds, mean train time {seconds:.0f} s)", ""]
+        lines += [f"{payload_label(payload)}."] + [f"Variant: {payload_label(v)}." for v in extra] + [""]
+        header = ["metric", "ours", *(v["label"] for v in extra), "paper"]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+
+        def cell(summary: dict[str, Any], group: str, name: str) -> str:
+            mine = summary.get(group, {}).get(name)
+            return fmt(100 * mine["mean"], 100 * mine["std"]) if mine else "—"
+
         for group, name, label in rows:
-            mine = ours[group][name]
             ref = paper.get(group, {}).get(name)
-            lines.append(f"| {label} | {fmt(100 * mine['mean'], 100 * mine['std'])} | {fmt(*ref) if ref else '—'} |")
+            cells = [cell(ours, group, name), *(cell(o, group, name) for o in extra_ours)]
+            lines.append(f"| {label} | {' | '.join(cells)} | {fmt(*ref) if ref else '—'} |")
         for group, label in (("se_on_lbar", "SE on L̄"), ("siamese_concat_kmeans", "Siamese concat + k-means")):
             if group in base:
-                mine = base[group]["acc"]
                 ref = paper.get(group, {}).get("acc")
-                lines.append(
-                    f"| {label} ACC | {fmt(100 * mine['mean'], 100 * mine['std'])} | {fmt(*ref) if ref else '—'} |"
-                )
+                cells = [cell(base, group, "acc"), *(cell(b, group, "acc") for b in extra_base)]
+                lines.append(f"| {label} ACC | {' | '.join(cells)} | {fmt(*ref) if ref else '—'} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -146,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument(
+        "--label",
+        default=None,
+        help="a variant run (e.g. 'weighting active'): written to <dataset>_<label>.json and shown "
+        "as one more column beside the preset's",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -164,17 +212,38 @@ def main(argv: list[str] | None = None) -> int:
             # after every seed, so an interrupted run keeps what it finished (atomic replace)
             payload = {
                 "dataset": dataset,
+                "label": args.label,
                 "overrides": args.overrides,
                 "environment": environment_info(),
                 "seeds": seeds,
             }
-            tmp = out / f"{dataset}.json.tmp"
+            stem = dataset if args.label is None else f"{dataset}_{variant_suffix(args.label)}"
+            tmp = out / f"{stem}.json.tmp"
             tmp.write_text(json.dumps(payload, indent=1))
-            tmp.replace(out / f"{dataset}.json")
-    results = {p.stem: json.loads(p.read_text()) for p in sorted(out.glob("*.json")) if p.stem in PAPER}
-    (out / "tables.md").write_text(markdown_tables(results))
-    print(markdown_tables(results))
+            tmp.replace(out / f"{stem}.json")
+    results, variants = load_results(out)
+    (out / "tables.md").write_text(markdown_tables(results, variants))
+    print(markdown_tables(results, variants))
     return 0
+
+
+def variant_suffix(label: str) -> str:
+    """A label as a file-name suffix: 'weighting active' -> 'weighting_active'."""
+    return "".join(c if c.isalnum() else "_" for c in label.strip().lower())
+
+
+def load_results(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """(the presets' results by dataset, the labelled variant runs by dataset) in ``folder``."""
+    results: dict[str, dict[str, Any]] = {}
+    variants: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(folder.glob("*.json")):
+        if path.stem in PAPER:
+            results[path.stem] = json.loads(path.read_text())
+        elif path.stem.split("_")[0] in PAPER:
+            payload = json.loads(path.read_text())
+            if payload.get("label") and path.stem == f"{payload['dataset']}_{variant_suffix(payload['label'])}":
+                variants.setdefault(payload["dataset"], []).append(payload)
+    return results, variants
 
 
 if __name__ == "__main__":

@@ -72,6 +72,8 @@ def test_auto_picks_svd_for_sparse_views_and_standard_l2_for_dense_ones():
     assert auto_view_kind(counts) == "svd_l2"
     assert auto_view_kind(dense) == "standard_l2"
     assert auto_view_kind(dense[:, :1]) == "standard"  # one feature: unit rows would all be +-1
+    assert auto_view_kind(dense[:, :3]) == "standard"  # on a circle or sphere outliers fold onto the data
+    assert auto_view_kind(dense[:, :4]) == "standard_l2"
     assert auto_view_kind(np.zeros((120, 30))) == "standard"  # a constant view: nothing to reduce
     assert auto_view_kind(counts, sparse_below=0.01) == "standard_l2"  # the threshold is a setting
 

@@ -1,4 +1,4 @@
-"""The issue-6 figure scripts (experiments/weight_histogram.py, view_forms.py, tsne_snapshots.py),
+"""The figure scripts (experiments/weight_histogram.py, view_forms.py, tsne_snapshots.py),
 each run in-process on a tiny configuration: the JSON they write and the PNG beside it."""
 
 from __future__ import annotations
