@@ -335,15 +335,16 @@ class ExperimentConfig:
 
         The settings whose good value depends on the data are left unresolved (0, (0,), "auto")
         and :func:`specrage_jax.training.defaults.resolve_defaults` fills them at fit from the data's shape
-        and statistics; the rest are fixed here: view weights held near 1/V (T = 250000, the
-        paper's InfiniteMNIST value), the embedding's rows to unit norm. The dataclass defaults
-        (``ExperimentConfig()``) are the fixed base the named presets start from.
+        and statistics; the rest are fixed here: per-sample view weights free (T 1, alpha in the
+        fused output only, a weak pull of each sample's weights towards 1/V), so a view that is
+        corrupted for a sample loses weight for it, and the embedding's rows to unit norm. The
+        dataclass defaults (``ExperimentConfig()``) are the fixed base the named presets start from.
         """
         base = cls()
         return dataclasses.replace(
             base,
-            model=dataclasses.replace(base.model, view_hidden=AUTO_WIDTHS, temperature=250000.0, output_rows="unit"),
-            graph=dataclasses.replace(base.graph, n_neighbors=0),
+            model=dataclasses.replace(base.model, view_hidden=AUTO_WIDTHS, temperature=1.0, output_rows="unit"),
+            graph=dataclasses.replace(base.graph, n_neighbors=0, weights_in_affinity=False, weight_entropy=0.001),
             train=dataclasses.replace(base.train, epochs=0, batch_size=0),
             data=dataclasses.replace(base.data, preprocess=AUTO, graph_inputs=AUTO),
         )

@@ -127,3 +127,14 @@ def test_run_curves_without_running_only_summarizes_adopted_runs():
     runs, curves = run_curves("blobs", load, methods, preset("blobs"), spec, known_runs=known, run_missing=False)
     assert [r["method"] for r in runs] == ["specrage"]
     assert curves["noise"]["specrage"]["clean_acc_mean"] == 0.8 and curves["noise"]["specrage"]["n_seeds"] == [0]
+
+
+def test_curves_resolve_the_data_rule_settings_of_a_preset(tmp_path):
+    """A preset may leave the view nets' widths to the data rule (model.view_hidden=(0,), as BDGP's
+    does); every robustness run resolves them on its training split before building the nets."""
+    module = load_script()
+    args = ["--max-samples", "300", "--fractions", "0.4", "--kinds", "outliers", "--set", "train.epochs=1"]
+    args += ["--set", "model.view_hidden=(0,)", "--set", "model.weighting_hidden=16"]
+    result = module.main(["--datasets", "blobs", "--out-dir", str(tmp_path), *args])["blobs"]
+    assert result["complete"] and len(result["runs"]) == 2 * 2  # clean + 40 % outliers, per method
+    assert all(0.0 < r["acc"] <= 1.0 for r in result["runs"])

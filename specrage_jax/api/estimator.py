@@ -86,8 +86,9 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         chosen by the eigengap of kNN graphs of the training rows (training.defaults).
       scale_neighbor: the neighbour whose distance sets sigma; 0 means n_neighbors.
       scale_mode: "global" (sigma fixed before training) or "batch" (per batch).
-      temperature: softmax temperature T of the per-sample view weights (default 250000: weights
-        near 1/V unless the data pushes them hard; 90 is the paper's BDGP/Handwritten value).
+      temperature: softmax temperature T of the per-sample view weights (default 1: free to move
+        per sample; with the default's alpha kept out of the affinity and a weak pull towards 1/V,
+        a view corrupted for a sample loses weight for it; 250000 holds them at 1/V).
       view_hidden, weighting_hidden: hidden widths of each view MLP (None: grown with n) and of
         the weighting MLP.
       batch_size: mini-batch size m (capped at the number of training rows); None: the whole

@@ -39,7 +39,14 @@ from specrage_jax.evaluation.alignment import AlignmentConfig, train_alignment
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.overrides import apply_overrides, config_to_dict
 from specrage_jax.runs.experiment import evaluate_state, train_on_splits
-from specrage_jax.runs.prepare import PreparedSplits, SplitCodes, prepare_splits, pretrain, with_n_components
+from specrage_jax.runs.prepare import (
+    PreparedSplits,
+    SplitCodes,
+    prepare_splits,
+    pretrain,
+    resolve_run_defaults,
+    with_n_components,
+)
 
 KINDS = ("outliers", "noise")
 CLEAN = "clean"
@@ -218,6 +225,7 @@ def run_level(
     pretrained: dict[str, tuple[PreparedSplits, SplitCodes | None, float]] = {}
     for method in level.methods:
         config = method_config(base, method, data.n_classes)
+        config, _ = resolve_run_defaults(config, splits, data.n_classes, seed=level.seed)  # e.g. data-rule widths
         start = time.perf_counter()
         if method.alignment:
             result = evaluate_alignment(splits, config, seed=level.seed)
