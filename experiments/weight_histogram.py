@@ -181,9 +181,9 @@ def main(argv: list[str] | None = None) -> dict:
     plot(result, out.with_suffix(".png"), view_names=data.view_names)
     for v in views:
         print(
-            f"view {v['view']}: clean {v['clean']['mean']:.3f}  contaminated {v['contaminated']['mean']:.3f}  "
-            f"only this view contaminated {v['only_this_view_contaminated']['mean']:.3f}  "
-            f"(other view contaminated {v['other_view_contaminated']['mean']:.3f}; only this view, "
+            f"view {v['view']}: clean {fmt(v['clean']['mean'])}  contaminated {fmt(v['contaminated']['mean'])}  "
+            f"only this view contaminated {fmt(v['only_this_view_contaminated']['mean'])}  "
+            f"(other view contaminated {fmt(v['other_view_contaminated']['mean'])}; only this view, "
             f"off the clean data: {fmt(v['only_this_view_off_data']['mean'])}, n {v['only_this_view_off_data']['n']})"
         )
     print(f"test k-means ACC {result['test_kmeans_acc']:.3f}; claim holds: {result['claim_holds']}; wrote {out}")

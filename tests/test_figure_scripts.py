@@ -45,6 +45,28 @@ def test_weight_histogram_writes_per_view_clean_and_contaminated_weights(tmp_pat
     assert (tmp_path / "w.png").stat().st_size > 1000
 
 
+def test_weight_histogram_of_the_default_estimator_and_of_one_contaminated_view(tmp_path):
+    """--default-estimator fits SpecRaGE() at its data-aware defaults (weights free: T 1, alpha in the
+    fusion only); --outlier-view 0 puts every outlier into view 0, so no sample has view 1 contaminated."""
+    module = load_script("weight_histogram")
+    out = tmp_path / "d.json"
+    module.main(
+        ["--n-samples", "400", "--default-estimator", "--outlier-view", "0", "--set", "train.epochs=2"]
+        + ["--out", str(out)]
+    )
+    result = json.loads(out.read_text())
+    assert result["estimator"] == "default" and result["outlier_view"] == 0 and result["epochs"] == 2
+    assert (
+        result["temperature"] == 1.0
+        and result["weights_in_affinity"] is False
+        and result["overrides"] == ["train.epochs=2"]
+    )
+    view0, view1 = result["views"]
+    assert view0["contaminated"]["n"] > 0 and view1["contaminated"]["n"] == 0
+    assert view0["clean"]["n"] + view0["contaminated"]["n"] == 80  # the 20 % test rows of 400
+    assert 0.0 <= result["test_kmeans_acc"] <= 1.0 and (tmp_path / "d.png").stat().st_size > 1000
+
+
 def test_weight_summary_and_claim_on_a_hand_made_case():
     module = load_script("weight_histogram")
     alpha = np.array([[0.5, 0.5], [0.1, 0.9], [0.8, 0.2], [0.5, 0.5]])
