@@ -397,9 +397,9 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
             "siamese": {"enabled": True, "n_positive": 3, "hidden": (512, 512), "epochs": 10},
         },
         # PYTHONPATH=. python experiments/reproduce_tables.py --datasets bdgp --data-dir ../shared/datasets
-        #   -> test k-means ACC 0.966 +- 0.026 over 10 seeds, SVM 0.986 (paper 0.976 / 0.990).
+        #   -> test k-means ACC 0.966 +- 0.028 over 10 seeds, SVM 0.983 (paper 0.976 / 0.990).
         # Paper: AE + Siamese, l 22, T 250; here the learned weights collapse onto the text view
-        # at T 250 (VAL 0.705-0.815), so T pins them at 1/V. What lifts BDGP is the geometry:
+        # at T 250 under Eq. 4 (VAL 0.705-0.815); alpha is kept out of the affinity. What lifts BDGP is the geometry:
         # features standardized, then each row scaled to unit norm (cosine distances; exact SE of
         # the text view's 30-NN graph: 0.67 on raw rows, 0.96 on unit rows), and the kNN graph
         # on those rows directly, no Siamese nets (seed-1 VAL ACC, standard_l2: Siamese 0.910,
