@@ -45,6 +45,7 @@ def test_weight_histogram_writes_per_view_clean_and_contaminated_weights(tmp_pat
     assert (tmp_path / "w.png").stat().st_size > 1000
 
 
+@pytest.mark.slow  # a default-estimator fit; the default suite is at its time budget
 def test_weight_histogram_of_the_default_estimator_and_of_one_contaminated_view(tmp_path):
     """--default-estimator fits SpecRaGE() at its data-aware defaults (weights free: T 1, alpha in the
     fusion only); --outlier-view 0 puts every outlier into view 0, so no sample has view 1 contaminated."""

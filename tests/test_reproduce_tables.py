@@ -58,6 +58,7 @@ def test_a_labelled_variant_becomes_a_column_beside_the_preset(script, tmp_path)
     assert "Variant: weighting active; run with `model.temperature=90`." in table and "50.0" not in table
 
 
+@pytest.mark.slow  # a blobs training run; the default suite is at its time budget
 def test_clustering_variants_include_the_reported_protocol(script):
     result = script.run_seed("blobs", TINY, 0, None)
     variants = result["clustering_variants"]

@@ -129,6 +129,7 @@ def test_run_curves_without_running_only_summarizes_adopted_runs():
     assert curves["noise"]["specrage"]["clean_acc_mean"] == 0.8 and curves["noise"]["specrage"]["n_seeds"] == [0]
 
 
+@pytest.mark.slow  # four training runs; the default suite is at its time budget
 def test_curves_resolve_the_data_rule_settings_of_a_preset(tmp_path):
     """A preset may leave the view nets' widths to the data rule (model.view_hidden=(0,), as BDGP's
     does); every robustness run resolves them on its training split before building the nets."""
