@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from specrage_jax.data import load_dataset
+from specrage_jax.data.preprocess import unit_rows
 from specrage_jax.evaluation.clusters import nearest_centre
 from specrage_jax.evaluation.metrics import clustering_accuracy, kmeans_clusters, kmeans_metrics, summarize_seeds
 from specrage_jax.nets.embed import embed
@@ -99,7 +100,7 @@ def clustering_variants(state: Any, splits: Any, k: int, *, seed: int) -> dict[s
     its nearest centre ("train"); raw rows or rows scaled to unit norm; 10 or 100 restarts.
     For choosing the clustering protocol on the validation split: {name: {"val", "test"}}."""
     raw = {name: embed(state, getattr(splits, name), rows="raw")[0] for name in ("train", "val", "test")}
-    unit = {name: y / np.maximum(np.linalg.norm(y, axis=1, keepdims=True), 1e-12) for name, y in raw.items()}
+    unit = {name: unit_rows(y) for name, y in raw.items()}
     labels = {"val": splits.val_labels, "test": splits.test_labels}
     out: dict[str, dict[str, float]] = {}
     for rows_name, rows in (("raw", raw), ("unit", unit)):

@@ -213,14 +213,14 @@ def fit_default_estimator(
     """``SpecRaGE(n_clusters=<classes>)`` at its defaults (``overrides`` as config_overrides) fitted
     on the 80 % training rows of the paper's split (it carves its own validation rows from them):
     (config, history, test weights, test scores of ``predict``, test row indices)."""
-    from specrage_jax import SpecRaGE
+    from specrage_jax import ExperimentConfig, SpecRaGE
     from specrage_jax.evaluation.metrics import cluster_scores
 
-    split = split_indices(data.labels, seed=seed, test_fraction=0.2, val_fraction=0.0)
-    train_rows = np.concatenate([split.train, split.val])
+    test_fraction = ExperimentConfig().data.test_fraction  # the split every run of this script uses
+    split = split_indices(data.labels, seed=seed, test_fraction=test_fraction, val_fraction=0.0)
     test_views = [np.asarray(v)[split.test] for v in data.views]
     estimator = SpecRaGE(n_clusters=data.n_classes, random_state=seed, config_overrides=tuple(overrides))
-    estimator.fit([np.asarray(v)[train_rows] for v in data.views])
+    estimator.fit([np.asarray(v)[split.train] for v in data.views])
     scores = cluster_scores(data.labels[split.test], estimator.predict(test_views))
     return estimator.config_, estimator.history_, estimator.view_weights(test_views), scores, split.test
 
