@@ -123,6 +123,9 @@ def payload_label(payload: dict[str, Any]) -> str:
     name = payload.get("label") or "ours: the preset"
     if payload.get("description"):
         name = f"{name}: {payload['description']}"
+    if payload.get("label"):  # a variant may differ from the preset in seed count and machine
+        backend = payload.get("environment", {}).get("backend", "cpu")
+        name = f"{name} ({len(payload.get('seeds', []))} seeds on {backend})"
     overrides = payload.get("overrides") or []
     return f"{name}; run with {', '.join(f'`{o}`' for o in overrides)}" if overrides else name
 
