@@ -97,6 +97,21 @@ def has_no_rows(views: Sequence[Any]) -> bool:
     return len(views) > 0 and all(np.ndim(v) == 2 and np.shape(v)[0] == 0 for v in views)
 
 
+def missing_rows(x: Any) -> np.ndarray:
+    """(n,) bool: the rows of one in-memory view (n, d) that are all NaN, i.e. a view the sample
+    does not have. Views that are not NumPy arrays (e.g. streamed from disk) have none."""
+    if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.ndim != 2 or x.shape[1] == 0:
+        return np.zeros(len(x), bool)
+    return np.asarray(np.isnan(x).all(axis=1))
+
+
+def present_rows(x: Any) -> Any:
+    """The rows of one view (n, d) that the samples have (not all NaN); ``x`` itself when no row
+    is missing."""
+    missing = missing_rows(x)
+    return x[~missing] if missing.any() else x
+
+
 def view_presence(views: Sequence[np.ndarray], mask: Any = None, *, what: str = "views") -> np.ndarray:
     """(n, V) bool, True where view v of sample i is present (used in the fusion).
 
@@ -125,6 +140,33 @@ def view_presence(views: Sequence[np.ndarray], mask: Any = None, *, what: str = 
             f"False; {empty.size} such samples, first {empty[:5].tolist()}); it cannot be embedded"
         )
     return present
+
+
+def with_missing_rows(views: Sequence[np.ndarray], mask: Any = None, *, what: str = "views") -> tuple[np.ndarray, ...]:
+    """The views with every missing view's row all NaN: the one form of missing data the training
+    pipeline reads. A view is missing where its row is all NaN or ``mask`` (n, V) is False; the
+    views come back unchanged (not copied) when none is missing.
+
+    Raises:
+      ValueError: as :func:`view_presence` (naming the view, the mask's problem, or the first
+        sample with every view missing).
+    """
+    present = view_presence(views, mask, what=what)
+    if present.all():
+        return tuple(views)
+    return tuple(np.where(present[:, v, None], x, np.asarray(np.nan, x.dtype)) for v, x in enumerate(views))
+
+
+def check_view_coverage(views: Sequence[Any], n_neighbors: int, *, what: str = "training rows") -> None:
+    """Every view must be present on more than ``n_neighbors`` of the rows (an all-NaN row is a
+    missing view), or its kNN graph cannot be built. Raises ValueError naming the view."""
+    for v, x in enumerate(views):
+        count = int(len(x) - missing_rows(x).sum())
+        if count <= n_neighbors:
+            raise ValueError(
+                f"view {v} is present on only {count} of the {len(x)} {what}; its kNN graph needs more than "
+                f"n_neighbors={n_neighbors}: lower n_neighbors or provide more samples that have view {v}"
+            )
 
 
 def as_view_arrays(

@@ -48,10 +48,13 @@ FIT_CASES = {
         {},
         r"X: view 0 holds 1 NaN or infinite values \(first bad rows: \[2\]\)",
     ),
-    "all-NaN training row": (
-        [GOOD[0], np.where(np.arange(40)[:, None] == 3, np.nan, GOOD[1])],
+    "a training sample with no view": (
+        [
+            np.where(np.arange(40)[:, None] == 3, np.nan, GOOD[0]),
+            np.where(np.arange(40)[:, None] == 3, np.nan, GOOD[1]),
+        ],
         {},
-        "X: view 1 holds 2 NaN",
+        r"X: sample 3 has every view missing",
     ),
     "strings": ([GOOD[0], GOOD[1].astype(str)], {}, "X: view 1 is not numeric"),
     "objects": ([np.array([[{"a": 1}, 2.0]] * 40, dtype=object), GOOD[1]], {}, "X: view 0: .*must be .*number"),

@@ -1,5 +1,6 @@
-"""Missing views at inference: all-NaN rows or a mask (n, V) leave a view out of a sample's
-fusion (weight exactly 0, the others renormalized); the model, predict, embed and the estimator."""
+"""Missing views at inference (training on incomplete data: test_incomplete_training.py): all-NaN
+rows or a mask (n, V) leave a view out of a sample's fusion (weight exactly 0, the others
+renormalized); the model, predict, embed and the estimator."""
 
 from __future__ import annotations
 
@@ -113,13 +114,6 @@ def test_embed_rejects_partial_nan_rows_all_missing_samples_and_bad_masks(state)
     inf[2][:] = np.inf
     with pytest.raises(ValueError, match="view 2 holds 30 NaN or infinite"):
         embed(state, inf)
-
-
-def test_training_data_with_a_missing_view_is_still_an_error():
-    views = random_views(40)
-    views[1][5] = np.nan
-    with pytest.raises(ValueError, match=r"X: view 1 holds 3 NaN or infinite values \(first bad rows: \[5\]\)"):
-        SpecRaGE(n_clusters=2, n_neighbors=3, max_epochs=1, view_hidden=(8,)).fit(views)
 
 
 def test_estimator_mask_argument_and_nan_rows_agree():

@@ -67,7 +67,7 @@ from specrage_jax.training.pretrained import (
     pretrained_trees,
     restore_pretrained,
 )
-from specrage_jax.validation import check_finite_view, check_training_sizes
+from specrage_jax.validation import check_finite_view, check_training_sizes, check_view_coverage, with_missing_rows
 
 _DEFAULT = ExperimentConfig.auto()
 
@@ -188,28 +188,33 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
 
     # --- fitting -----------------------------------------------------------------------------
 
-    def fit(self, Xs: Any, y: Any = None) -> SpecRaGE:
+    def fit(self, Xs: Any, y: Any = None, mask: Any = None) -> SpecRaGE:
         """Trains on Xs: a list of V arrays (n, d_v), or a 2-D array (n, d) (see ``view_dims``).
 
         ``y`` is ignored (unsupervised). Returns self.
 
+        Incomplete data: a view given as an all-NaN row for a sample, or marked False in ``mask``
+        (n, V) bool, is missing for that sample. Each view's scaler, pre-training nets and kNN
+        graphs then use only the samples that have it, its loss term is averaged over its present
+        pairs, and a sample's fusion uses its present views (weight 0 for a missing one).
+
         Raises:
-          ValueError: naming the view and the problem for malformed input (NaN or infinite
-            values, different sample counts, non-numeric, ragged, 3-D), or the parameter that
-            does not fit the data (n_neighbors >= the batch, n_components > the batch).
+          ValueError: naming the view and the problem for malformed input (infinite values, rows
+            with only some NaN, different sample counts, non-numeric, ragged, 3-D), the first
+            sample with no view at all, a view present on too few training rows for the graph,
+            or the parameter that does not fit the data (n_neighbors >= the batch,
+            n_components > the batch).
         """
-        self._fit(Xs)
+        self._fit(Xs, mask)
         return self
 
-    def fit_transform(self, Xs: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
-        """``fit(Xs).transform(Xs)`` with one pass: the training embedding (n, n_components)."""
-        return self._fit(Xs)
+    def fit_transform(self, Xs: Any, y: Any = None, mask: Any = None, **fit_params: Any) -> np.ndarray:
+        """``fit(Xs, mask=mask).transform(Xs, mask)`` with one pass: the training embedding (n, n_components)."""
+        return self._fit(Xs, mask)
 
-    def _fit(self, Xs: Any) -> np.ndarray:
+    def _fit(self, Xs: Any, mask: Any = None) -> np.ndarray:
         config = self.experiment_config()
-        views = multiview_input(Xs, self.view_dims, what="X")
-        for v, x in enumerate(views):
-            check_finite_view(x, name=f"X: view {v}")
+        views = with_missing_rows(multiview_input(Xs, self.view_dims, what="X"), mask, what="X")
         seed = self._draw_seed()
         train_idx, val_idx = self._split(views[0].shape[0], seed)
         scalers = fit_view_scalers(
@@ -231,6 +236,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         )
         resolved.update(describe_preprocessing([s.kind for s in scalers], config.data.preprocess))
         self._check_sizes(views[0].shape[0], len(train_idx), config)
+        check_view_coverage(_rows(views, train_idx), config.graph.n_neighbors)
         nets, _ = pretrain_nets(_rows(scaled, train_idx), config, seed=seed)
         inputs = nets.model_inputs(scaled)
         codes = nets.affinity_codes(inputs)

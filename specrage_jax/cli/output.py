@@ -25,6 +25,11 @@ def metrics_table(result: dict) -> str:
         f"{'metric':<22}{'test':>8}",
         "-" * 30,
     ]
+    if "missing_views" in result:  # incomplete data: say how much of each view is missing
+        share = ", ".join(
+            f"view {v} {100 * f:.0f} %" for v, f in enumerate(result["missing_views"]["fraction_missing"])
+        )
+        lines.insert(1, f"missing views: {share} of the samples")
     lines += [f"{name:<22}{100 * value:>7.2f}%" for name, value in rows]
     weights = ", ".join(f"{w:.2f}" for w in test["mean_view_weights"])
     lines += [

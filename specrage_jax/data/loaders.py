@@ -18,6 +18,7 @@ import scipy.io
 import scipy.sparse
 
 from specrage_jax.data.types import MultiViewData
+from specrage_jax.validation import with_missing_rows
 
 CELL_VIEW_KEYS = ("X", "fea", "data", "Xs")
 PER_VIEW_PREFIXES = ("X", "x", "view", "View", "fea", "data")
@@ -286,8 +287,10 @@ def assemble_views(
     *,
     file: str,
     dataset_name: str,
+    mask: Any = None,
 ) -> MultiViewData:
-    """Selects, orients and densifies the views; maps labels to 0..K-1."""
+    """Selects, orients and densifies the views; maps labels to 0..K-1; a stored view mask
+    (:func:`read_view_mask`) turns a missing view's row into NaN."""
     chosen = select_views(len(sources), views, file=file)
     n_samples = raw_labels.shape[0]
     all_shapes = ", ".join(
@@ -301,7 +304,41 @@ def assemble_views(
     )
     view_names = tuple(names[v] for v in chosen) if names is not None else tuple(f"view{v}" for v in chosen)
     labels = labels_to_indices(raw_labels, what=f"{file}: labels {label_key!r}")
+    if mask is not None:
+        arrays = with_missing_rows(
+            arrays, read_view_mask(mask, n_samples, len(sources), file=file)[:, chosen], what=file
+        )
     return MultiViewData(views=arrays, labels=labels, name=dataset_name, view_names=view_names)
+
+
+MASK_KEYS = ("mask", "present", "observed")
+
+
+def read_view_mask(raw: Any, n_samples: int, n_views: int, *, file: str) -> np.ndarray:
+    """A stored missing-view mask as (n, V) bool, True = the sample has the view: samples x views
+    or views x samples, boolean or 0/1 numbers.
+
+    Raises:
+      ValueError: naming the file, for any other shape or values.
+    """
+    array = np.asarray(raw.toarray() if hasattr(raw, "toarray") else raw)
+    if array.shape == (n_views, n_samples) and array.shape != (n_samples, n_views):
+        array = array.T
+    if array.shape != (n_samples, n_views):
+        raise ValueError(
+            f"{file}: the view mask must be (n_samples, n_views) = {(n_samples, n_views)} (or transposed), "
+            f"got {array.shape}"
+        )
+    if array.dtype != np.bool_:
+        if not np.isin(array, (0, 1)).all():
+            raise ValueError(f"{file}: the view mask must hold booleans or 0/1 (1 = view present), got other values")
+        array = array.astype(bool)
+    return array
+
+
+def find_view_mask(variables: Mapping[str, Any]) -> Any:
+    """The stored missing-view mask (the first of MASK_KEYS present), or None."""
+    return next((variables[key] for key in MASK_KEYS if key in variables), None)
 
 
 # --- public loaders ----------------------------------------------------------------------------
@@ -340,7 +377,16 @@ def load_mat(
     sources = find_view_sources(variables, view_key, file=str(file))
     found_label_key, raw_labels = find_labels(variables, label_key, file=str(file))
     names = find_view_names(variables, len(sources))
-    return assemble_views(sources, raw_labels, found_label_key, names, views, file=str(file), dataset_name=file.stem)
+    return assemble_views(
+        sources,
+        raw_labels,
+        found_label_key,
+        names,
+        views,
+        file=str(file),
+        dataset_name=file.stem,
+        mask=find_view_mask(variables),
+    )
 
 
 def npz_view_keys(keys: Sequence[str]) -> list[str]:
@@ -372,7 +418,16 @@ def load_npz(path: str | Path, *, views: Sequence[int] | None = None) -> MultiVi
         raise ValueError(f"{file}: views must be 2-D; {describe_variables({k: variables[k] for k in bad})}")
     label_key, raw_labels = find_labels(variables, "labels" if "labels" in variables else None, file=str(file))
     sources = [ViewSource(f"key {key!r}", variables[key]) for key in keys]
-    return assemble_views(sources, raw_labels, label_key, None, views, file=str(file), dataset_name=file.stem)
+    return assemble_views(
+        sources,
+        raw_labels,
+        label_key,
+        None,
+        views,
+        file=str(file),
+        dataset_name=file.stem,
+        mask=find_view_mask(variables),
+    )
 
 
 def load_file(path: str | Path, *, views: Sequence[int] | None = None) -> MultiViewData:

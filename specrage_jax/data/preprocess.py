@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from sklearn.decomposition import TruncatedSVD
 
-from specrage_jax.validation import as_view_arrays, has_no_rows
+from specrage_jax.validation import as_view_arrays, has_no_rows, present_rows
 
 SCALER_KINDS = ("standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "auto")
 ROW_NORMALIZING_KINDS = {"l2": "none", "standard_l2": "standard"}  # kind -> the feature scaling before it
@@ -138,7 +138,9 @@ def svd_rank(n_rows: int, width: int, requested: int) -> int:
 
 
 def fit_view_scaler(view: np.ndarray, kind: str, *, svd_components: int = 100, sparse_below: float = 0.1) -> ViewScaler:
-    """Fits one scaler to a view (n, d); pass the training split only."""
+    """Fits one scaler to a view (n, d); pass the training split only. Rows that are all NaN (the
+    view is missing for that sample) are left out of the fit, and stay all NaN when applied."""
+    view = present_rows(view)
     if kind == "auto":
         kind = auto_view_kind(view, sparse_below=sparse_below)
     if kind in ROW_NORMALIZING_KINDS:
@@ -184,7 +186,7 @@ def fit_view_scalers(
         raise ValueError(f"unknown scaler kind {kind!r}; choose one of {SCALER_KINDS}")
     return tuple(
         fit_view_scaler(view, kind, svd_components=svd_components, sparse_below=sparse_below)
-        for view in as_view_arrays(views, what="views to fit scalers on")
+        for view in as_view_arrays(views, what="views to fit scalers on", allow_missing=True)
     )
 
 
@@ -202,7 +204,7 @@ def _views_to_scale(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) 
     rows, e.g. no validation rows) passes as (0, in_dim) arrays."""
     if len(views) == len(scalers) and has_no_rows(views):
         return tuple(np.zeros((0, s.in_dim), np.float32) for s in scalers)
-    return as_view_arrays(views, what="views to scale")
+    return as_view_arrays(views, what="views to scale", allow_missing=True)  # all-NaN rows stay all NaN
 
 
 def apply_view_scalers(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from specrage_jax.validation import as_view_arrays, check_label_shape
+from specrage_jax.validation import as_view_arrays, check_label_shape, missing_rows, view_presence
 
 
 def _as_class_labels(labels: np.ndarray, n_samples: int, *, what: str) -> np.ndarray:
@@ -29,7 +29,8 @@ class MultiViewData:
     """A labelled multi-view dataset.
 
     Attributes:
-      views: V float32 arrays, view v of shape (n, d_v).
+      views: V float32 arrays, view v of shape (n, d_v); a sample that does not have view v holds
+        an all-NaN row there (every sample has at least one view).
       labels: (n,) int64 class labels in 0..K-1.
       name: the dataset's name, e.g. "blobs".
       view_names: V names, one per view.
@@ -42,7 +43,8 @@ class MultiViewData:
 
     def __post_init__(self) -> None:
         what = f"dataset {self.name!r}"
-        views = as_view_arrays(self.views, what=what)
+        views = as_view_arrays(self.views, what=what, allow_missing=True)
+        view_presence(views, what=what)  # every sample keeps a view; partial-NaN rows are errors
         labels = _as_class_labels(self.labels, views[0].shape[0], what=what)
         view_names = tuple(str(v) for v in self.view_names)
         if len(view_names) != len(views):
@@ -63,6 +65,11 @@ class MultiViewData:
     def n_classes(self) -> int:
         """K, the number of classes: labels lie in 0..K-1."""
         return int(self.labels.max()) + 1
+
+    @property
+    def present(self) -> np.ndarray:
+        """(n, V) bool: True where the sample has the view (its row is not all NaN)."""
+        return np.stack([~missing_rows(v) for v in self.views], axis=1)
 
     @property
     def view_dims(self) -> tuple[int, ...]:

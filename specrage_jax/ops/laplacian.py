@@ -52,7 +52,12 @@ def rayleigh_trace(y: jax.Array, w: jax.Array) -> jax.Array:
 
 
 def weighted_laplacian_loss(
-    y: jax.Array, affinities: jax.Array, view_weights: jax.Array | None = None, *, mass_normalized: bool = False
+    y: jax.Array,
+    affinities: jax.Array,
+    view_weights: jax.Array | None = None,
+    *,
+    mass_normalized: bool = False,
+    present: jax.Array | None = None,
 ) -> jax.Array:
     """Eq. 4 through its Laplacian form (Eq. 3): 2/(m^2 V) sum_v tr(Y^T L~^(v) Y).
 
@@ -61,10 +66,16 @@ def weighted_laplacian_loss(
     alpha (or giving neighbours disjoint views) no longer lowers the loss; only moving weight
     away from high-energy (e.g. corrupted) edges does. Uniform alpha gives Eq. 1 exactly.
 
+    With ``present`` (views missing for some samples) view v's term is a mean over the pairs of
+    samples that both have v: 2/V sum_v tr(Y^T L~^(v) Y) / m_v^2, m_v the rows present in v
+    (:func:`present_pair_counts`), so a sparsely present view is not down-weighted by its
+    absence. ``present=None`` is the complete-data formula, computed as before.
+
     Args:
       y: (m, k) orthogonalized fused output.
-      affinities: (V, m, m) per-view affinities W^(v).
+      affinities: (V, m, m) per-view affinities W^(v) (zero on rows where v is missing).
       view_weights: (m, V) per-sample view weights alpha; None gives Eq. 1/3 (all ones).
+      present: (m, V) bool, True where the sample has the view; None: every view present.
 
     Returns:
       The scalar loss.
@@ -78,7 +89,24 @@ def weighted_laplacian_loss(
     terms = [weighted_rayleigh_trace(y, affinities[v], view_weights[:, v]) for v in range(n_views)]
     if mass_normalized:
         terms = [t / _relative_edge_mass(affinities[v], view_weights[:, v]) for v, t in enumerate(terms)]
+    if present is not None:
+        return _mean_over_present_pairs(terms, present)
     return cast(jax.Array, 2.0 * sum(terms) / (m * m * n_views))
+
+
+def present_pair_counts(present: jax.Array) -> jax.Array:
+    """m_v^2 per view, floored at 1: the number of ordered pairs of samples (i, j) that both have
+    view v. present: (m, V) bool -> (V,) float32."""
+    chex.assert_rank(present, 2)
+    counts = jnp.sum(present.astype(jnp.float32), axis=0)
+    return jnp.maximum(counts * counts, 1.0)
+
+
+def _mean_over_present_pairs(terms: list[jax.Array], present: jax.Array) -> jax.Array:
+    """2/V sum_v terms[v] / m_v^2: each view's energy averaged over its present pairs."""
+    chex.assert_shape(present, (present.shape[0], len(terms)))
+    pairs = present_pair_counts(present)
+    return cast(jax.Array, 2.0 * sum(t / pairs[v] for v, t in enumerate(terms)) / len(terms))
 
 
 def _relative_edge_mass(w: jax.Array, alpha: jax.Array) -> jax.Array:
@@ -108,6 +136,7 @@ def edge_laplacian_loss(
     view_weights: jax.Array | None = None,
     *,
     mass_normalized: bool = False,
+    present: jax.Array | None = None,
 ) -> jax.Array:
     """:func:`weighted_laplacian_loss` of graphs given as edge lists (the same value, in O(E k)).
 
@@ -120,6 +149,7 @@ def edge_laplacian_loss(
       senders, receivers: (V, E) int row indices of each view's edges.
       edge_weights: (V, E) W^(v)_ij of each edge.
       view_weights: (m, V) per-sample view weights alpha; None gives Eq. 1 (all ones).
+      present: (m, V) bool where views are missing (each view's term over its present pairs).
     """
     chex.assert_rank([y, senders, receivers, edge_weights], [2, 2, 2, 2])
     chex.assert_equal_shape([senders, receivers, edge_weights])
@@ -137,4 +167,6 @@ def edge_laplacian_loss(
             mass = jnp.sum(w * pair) / jnp.maximum(jnp.sum(w), jnp.finfo(w.dtype).tiny)
             energy = energy / jnp.maximum(mass, 1e-6)
         terms.append(energy)
+    if present is not None:  # the edge energy is 2 tr(Y^T L Y): halve it for the shared formula
+        return _mean_over_present_pairs([0.5 * t for t in terms], present)
     return cast(jax.Array, sum(terms) / (m * m * n_views))

@@ -53,6 +53,32 @@ def mean_laplacian_eigenvectors(
     return values[:n_components], vectors[:, :n_components]
 
 
+def present_pairs_laplacian_eigenvectors(
+    codes: Sequence[np.ndarray], present: np.ndarray, n_components: int, graph: GraphConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """(eigenvalues (k,), eigenvectors (n, k)) of L-bar = sum_v L^(v) on incomplete data: each
+    view's kNN graph (:func:`sparse_knn_affinity`) is built among the rows that have the view
+    (``present`` (n, V) bool; the other rows have no edges in it). The exact, transductive
+    counterpart of training with missing views. Dense eigh up to DENSE_EIGH_MAX_ROWS rows, else ARPACK.
+
+    Raises:
+      ValueError: naming a view present on no more than ``graph.n_neighbors`` rows.
+    """
+    n = len(codes[0])
+    total = sp.csr_matrix((n, n))
+    for v, x in enumerate(codes):
+        rows = np.flatnonzero(present[:, v])
+        if len(rows) <= graph.n_neighbors:
+            raise ValueError(f"view {v} is present on {len(rows)} rows, too few for {graph.n_neighbors} neighbours")
+        part = sparse_knn_affinity(np.asarray(x)[rows], graph).tocoo()
+        w = sp.csr_matrix((part.data, (rows[part.row], rows[part.col])), shape=(n, n))
+        total = total + sparse_laplacian(w)
+    if n > DENSE_EIGH_MAX_ROWS:
+        return sparse_bottom_eigenvectors(total, n_components)
+    values, vectors = np.linalg.eigh(total.toarray())
+    return values[:n_components], vectors[:, :n_components]
+
+
 def sparse_knn_affinity(x: np.ndarray, graph: GraphConfig) -> sp.csr_matrix:
     """W of one view of the whole set as a sparse (n, n) float64 matrix, by the rule of
     `ops.affinity.knn_gaussian_affinity` (sigma from the set itself, zero distances ignored).

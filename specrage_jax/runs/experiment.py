@@ -481,6 +481,8 @@ def train_and_evaluate(
         "resolved_defaults": resolved,
         "environment": environment_info(),
     }
+    if isinstance(data, MultiViewData) and not data.present.all():
+        result["missing_views"] = {"fraction_missing": (1.0 - data.present.mean(axis=0)).tolist()}
     if isinstance(data, StreamedViews):  # i.e. streamed
         result["stream"] = {"directory": str(data.source.directory), "storage_dtype": data.source.meta["dtype"]}
     return RunOutputs(result=result, state=state, pretrained=pretrained, evaluation=evaluation, config=config)

@@ -45,16 +45,24 @@ class PreparedSplits:
     unreduced: tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None = None  # graph inputs (train, val)
 
 
-def prepare_splits(data: MultiViewData | StreamedViews, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
+def prepare_splits(
+    data: MultiViewData | StreamedViews, config: ExperimentConfig, *, seed: int, fit_rows: np.ndarray | None = None
+) -> PreparedSplits:
     """The paper's stratified 80/20 then 90/10 split, and per-view scaling fitted on train.
 
-    A dataset streamed from disk (``data.lazy.StreamedViews``) is split by
+    ``fit_rows`` (n,) bool keeps only those rows in the training and validation splits (e.g. the
+    complete samples, for the baseline that discards incomplete ones); the test split is the
+    same either way. A dataset streamed from disk (``data.lazy.StreamedViews``) is split by
     :func:`prepare_streamed_splits`: the same split, as row sets over its files."""
     if isinstance(data, StreamedViews):
+        if fit_rows is not None:
+            raise ValueError("fit_rows is not supported for data streamed from disk")
         return prepare_streamed_splits(data, config, seed=seed)
     idx = split_indices(
         data.labels, seed=seed, test_fraction=config.data.test_fraction, val_fraction=config.data.val_fraction
     )
+    if fit_rows is not None:
+        idx = dataclasses.replace(idx, train=idx.train[fit_rows[idx.train]], val=idx.val[fit_rows[idx.val]])
     train, test = data.subset(idx.train), data.subset(idx.test)
     if idx.val.size:  # data.val_fraction=0 leaves no validation rows: the training loss drives the schedule
         val = data.subset(idx.val)

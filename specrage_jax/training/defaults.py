@@ -24,6 +24,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from specrage_jax.config import AUTO, AUTO_WIDTHS, ExperimentConfig
 from specrage_jax.ops.spectral import sparse_gaussian_graph
+from specrage_jax.validation import missing_rows
 
 FULL_BATCH_MAX = 4096  # up to this many training rows, every step sees the whole training set
 NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen among these
@@ -33,10 +34,12 @@ GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
 ZERO_EIGENVALUE = 1e-8  # normalized-Laplacian eigenvalues below this count as 0 (a component)
 STEP_BUDGET = 400  # gradient steps of a run (at least; an epoch is never cut short)
 MIN_STEPS_PER_EPOCH = 10  # small sets: an "epoch" of the schedule is this many full-batch steps
+MINIBATCH_WIDTHS = (512, 512, 256)
+NARROW_WIDTHS = (256, 256, 128)
 WIDTHS_BY_ROWS = (  # (below this many training rows, per-view MLP widths)
-    (1500, (512, 512, 256)),
-    (FULL_BATCH_MAX + 1, (256, 256, 128)),  # whole-set steps grow with n x width^2: narrower nets
-    (50000, (512, 512, 256)),  # mini-batches of FULL_BATCH_MAX rows: the step no longer grows with n
+    (1500, MINIBATCH_WIDTHS),
+    (FULL_BATCH_MAX + 1, NARROW_WIDTHS),  # whole-set steps grow with n x width^2: narrower nets
+    (50000, MINIBATCH_WIDTHS),  # mini-batches of FULL_BATCH_MAX rows: the step no longer grows with n
 )
 LARGE_WIDTHS = (1024, 1024, 512)  # the paper's widths, from 50000 training rows on
 
@@ -120,13 +123,30 @@ def eigengap_neighbor_count(
     candidates = [l for l in NEIGHBOR_CANDIDATES if l <= m // 3]
     scores: dict[int, float] = {}
     if candidates and n_clusters < m - 1:
-        neighbors = [_neighbor_lists(np.asarray(v, np.float64)[rows], max(candidates)) for v in views]
+        batch = [np.asarray(v, np.float64)[rows] for v in views]
+        present = [np.flatnonzero(~missing_rows(x)) for x in batch]  # a view's graph: among its rows
+        neighbors = [
+            _neighbor_lists(x[p], min(max(candidates), len(p) - 1)) for x, p in zip(batch, present) if len(p) > 1
+        ]
+        present = [p for p in present if len(p) > 1]
         for l in candidates:
-            graphs = [sparse_gaussian_graph(d2[:, :l], idx[:, :l], sigma_neighbor=l) for d2, idx in neighbors]
+            graphs = [
+                _graph_among(p, m, sparse_gaussian_graph(d2[:, :l], idx[:, :l], sigma_neighbor=min(l, idx.shape[1])))
+                for (d2, idx), p in zip(neighbors, present)
+            ]
             mean_graph = sum(graphs[1:], graphs[0]) / len(graphs)
             scores[l] = eigengap_score(_bottom_normalized_spectrum(mean_graph.tocsr(), n_clusters + 1), n_clusters)
     chosen = choose_neighbor_count(scores)
     return (max(1, min(m // 3, m - 1)) if chosen is None else chosen), scores
+
+
+def _graph_among(rows: np.ndarray, m: int, graph: sp.csr_matrix) -> sp.csr_matrix:
+    """``graph`` (len(rows), len(rows)) of the rows ``rows`` of an m-row batch as an (m, m) graph
+    (the other rows isolated); ``graph`` itself when ``rows`` are all m."""
+    if len(rows) == m:
+        return graph
+    coo = graph.tocoo()
+    return sp.csr_matrix((coo.data, (rows[coo.row], rows[coo.col])), shape=(m, m))
 
 
 def choose_neighbor_count(scores: dict[int, float]) -> int | None:
@@ -154,15 +174,16 @@ def _neighbor_lists(x: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:
     return np.square(dist), idx
 
 
-def hidden_widths(n_train: int) -> tuple[int, ...]:
+def hidden_widths(n_train: int, batch_rows: int | None = None) -> tuple[int, ...]:
     """Per-view MLP widths by training rows (WIDTHS_BY_ROWS): 512-512-256 for small sets; while the
     whole training set is one batch (up to FULL_BATCH_MAX rows) a step's work grows with
     n x width^2, so from 1,500 rows the nets narrow to 256-256-128 to keep a fit on 3,000 rows
-    under a minute on 2 CPU cores; mini-batch training (larger sets) goes back to 512-512-256,
-    and the paper's 1024-1024-512 from 50,000 rows on."""
+    under a minute on 2 CPU cores; mini-batch training (larger sets, or ``batch_rows`` below
+    ``n_train``) keeps 512-512-256, and the paper's 1024-1024-512 from 50,000 rows on."""
+    whole_set = batch_rows is None or batch_rows >= n_train
     for below, widths in WIDTHS_BY_ROWS:
         if n_train < below:
-            return widths
+            return widths if whole_set or widths != NARROW_WIDTHS else MINIBATCH_WIDTHS
     return LARGE_WIDTHS
 
 
@@ -252,9 +273,10 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             model,
             view_hidden=choose(
                 "model.view_hidden",
-                hidden_widths(shape.n_train),
-                f"by training rows ({shape.n_train}): 512-512-256 below 1500, 256-256-128 while the whole set is one "
-                f"batch (a step grows with n x width^2), 512-512-256 with mini-batches, 1024-1024-512 from 50000",
+                hidden_widths(shape.n_train, m),
+                f"by training rows ({shape.n_train}) and batch ({m}): 512-512-256 below 1500, 256-256-128 from "
+                f"1500 while the whole set is one batch (a step grows with n x width^2), 512-512-256 with "
+                f"mini-batches, 1024-1024-512 from 50000",
             ),
         )
     resolved = dataclasses.replace(config, model=model, graph=graph, train=train)

@@ -31,10 +31,12 @@ from specrage_jax.training.steps import Batch, train_step
 
 
 class DeviceData(NamedTuple):
-    """Training views (V arrays (n, d_v)) and optional graph codes (V arrays (n, c_v)) on device."""
+    """Training views (V arrays (n, d_v)), optional graph codes (V arrays (n, c_v)) and the
+    optional missing-view mask ((n, V) bool, True = present) on device."""
 
     views: tuple[jax.Array, ...]
     codes: tuple[jax.Array, ...] | None = None
+    mask: jax.Array | None = None
 
 
 class EpochMetrics(NamedTuple):
@@ -45,12 +47,16 @@ class EpochMetrics(NamedTuple):
 
 
 def put_training_data(
-    views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None = None, mesh: Mesh | None = None
+    views: Sequence[np.ndarray],
+    codes: Sequence[np.ndarray] | None = None,
+    mesh: Mesh | None = None,
+    mask: np.ndarray | None = None,
 ) -> DeviceData:
     """The training arrays in device memory: on the default device, or replicated on ``mesh``."""
     data = DeviceData(
         views=tuple(jnp.asarray(v) for v in views),
         codes=None if codes is None else tuple(jnp.asarray(c) for c in codes),
+        mask=None if mask is None else jnp.asarray(mask),
     )
     return data if mesh is None else replicate(data, mesh)
 
@@ -59,6 +65,10 @@ def gather_rows(arrays: tuple[jax.Array, ...], idx: jax.Array, sharding: NamedSh
     """Rows ``idx`` (m,) of every array, with the batch split over ``sharding``'s mesh if given."""
     rows = tuple(jnp.take(a, idx, axis=0) for a in arrays)
     return rows if sharding is None else jax.lax.with_sharding_constraint(rows, sharding)
+
+
+def _mask_rows(mask: jax.Array | None, idx: jax.Array, sharding: NamedSharding | None) -> jax.Array | None:
+    return None if mask is None else gather_rows((mask,), idx, sharding)[0]
 
 
 @partial(jax.jit, donate_argnums=0, static_argnames="sharding")
@@ -73,10 +83,11 @@ def _scan_epoch(
         state: SpecRaGEState, idx: tuple[jax.Array, jax.Array]
     ) -> tuple[SpecRaGEState, tuple[jax.Array, jax.Array]]:
         o, g = idx
-        ortho = Batch(views=gather_rows(data.views, o, sharding))
+        ortho = Batch(views=gather_rows(data.views, o, sharding), mask=_mask_rows(data.mask, o, sharding))
         grad = Batch(
             views=gather_rows(data.views, g, sharding),
             codes=None if data.codes is None else gather_rows(data.codes, g, sharding),
+            mask=_mask_rows(data.mask, g, sharding),
         )
         state, metrics = train_step(state, ortho, grad)
         return state, (metrics["loss"], metrics["view_weights"])

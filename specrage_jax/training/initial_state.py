@@ -16,12 +16,13 @@ from specrage_jax.data.lazy import is_streamed
 from specrage_jax.nets.state import SpecRaGEState, create_state
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.loop import History, estimate_view_scales, fit
+from specrage_jax.validation import present_rows
 
 
 def constant_views(arrays: Sequence[Any]) -> list[bool]:
-    """Per view (n, d_v): True when every row is the same (all pairwise distances 0). Views
-    streamed from disk are not read for this (False)."""
-    return [False if is_streamed([a]) else bool(np.ptp(np.asarray(a), axis=0).max() == 0) for a in arrays]
+    """Per view (n, d_v): True when every row that has the view is the same (all pairwise
+    distances 0). Views streamed from disk are not read for this (False)."""
+    return [False if is_streamed([a]) else bool(np.ptp(present_rows(np.asarray(a)), axis=0).max() == 0) for a in arrays]
 
 
 def view_scales(affinity_inputs: Sequence[Any], config: ExperimentConfig, *, seed: int) -> np.ndarray | None:

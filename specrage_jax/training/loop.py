@@ -46,7 +46,7 @@ from specrage_jax.training.steps import (
     full_batch_step,
     train_step,
 )
-from specrage_jax.validation import as_view_arrays, check_view_dims, has_no_rows
+from specrage_jax.validation import as_view_arrays, check_view_dims, has_no_rows, present_rows, view_presence
 
 
 @dataclass(frozen=True)
@@ -144,13 +144,22 @@ def batch_indices(n: int, batch_size: int, n_batches: int, rng: np.random.Genera
 
 
 def take_batch(
-    views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, idx: np.ndarray, mesh: Mesh | None = None
+    views: Sequence[np.ndarray],
+    codes: Sequence[np.ndarray] | None,
+    idx: np.ndarray,
+    mesh: Mesh | None = None,
+    mask: np.ndarray | None = None,
 ) -> Batch:
-    """The rows ``idx`` as a Batch on the default device, or sharded over ``mesh``'s 'data' axis.
+    """The rows ``idx`` as a Batch on the default device, or sharded over ``mesh``'s 'data' axis;
+    ``mask`` (n, V) marks missing views (see :func:`missing_view_mask`).
     Several processes: each gathers only its own block of ``idx`` (:func:`distributed.local_rows`)."""
     if mesh is not None:
         idx = local_rows(idx)
-    rows = Batch(views=tuple(v[idx] for v in views), codes=None if codes is None else tuple(c[idx] for c in codes))
+    rows = Batch(
+        views=tuple(v[idx] for v in views),
+        codes=None if codes is None else tuple(c[idx] for c in codes),
+        mask=None if mask is None else mask[idx],
+    )
     return jax.tree.map(jnp.asarray, rows) if mesh is None else shard_batch(rows, mesh)
 
 
@@ -175,10 +184,16 @@ def estimate_view_scales(codes: Sequence[np.ndarray], graph: GraphConfig, batch_
       ValueError: naming the view whose sampled points all coincide with their neighbours.
     """
     rng = np.random.default_rng(seed)
-    n = codes[0].shape[0]
-    m = min(batch_size, n)
     scales = []
     for v, x in enumerate(codes):
+        x = present_rows(x)
+        n = x.shape[0]
+        m = min(batch_size, n)
+        if m <= graph.n_neighbors:
+            raise ValueError(
+                f"view {v}: only {n} training rows have this view, too few for {graph.n_neighbors} "
+                f"neighbours; lower graph.n_neighbors or provide more samples with view {v}"
+            )
         dists = []
         for _ in range(1 if m >= n else graph.scale_sample_batches):
             idx = rng.choice(n, size=m, replace=False)
@@ -198,37 +213,78 @@ def estimate_view_scales(codes: Sequence[np.ndarray], graph: GraphConfig, batch_
 
 
 def validation_loss(
-    state: SpecRaGEState, views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None, batch_size: int
+    state: SpecRaGEState,
+    views: Sequence[np.ndarray],
+    codes: Sequence[np.ndarray] | None,
+    batch_size: int,
+    mask: np.ndarray | None = None,
 ) -> float:
     """Mean Eq. 4 loss over fixed consecutive chunks of the validation set (same chunks every
-    epoch, so epochs compare). NaN when the set is too small for the kNN graph."""
+    epoch, so epochs compare). NaN when the set is too small for the kNN graph.
+    ``mask`` (n, V) marks missing views; None: every view present."""
     n = views[0].shape[0]
     m = min(batch_size, n)
     if m <= state.graph.n_neighbors:
         return math.nan
-    losses = [eval_loss(state, take_batch(views, codes, np.arange(s, s + m))) for s in range(0, n - m + 1, m)]
+    losses = [
+        eval_loss(state, take_batch(views, codes, np.arange(s, s + m), mask=mask)) for s in range(0, n - m + 1, m)
+    ]
     return float(jnp.mean(jnp.stack(losses)))
+
+
+def missing_view_mask(views: Sequence[np.ndarray], *, what: str) -> tuple[tuple[np.ndarray, ...], np.ndarray | None]:
+    """(views with missing rows set to 0, mask (n, V) bool or None) of views in which an all-NaN
+    row marks a view the sample does not have; None when every view is present, so complete
+    data takes the complete-data computation unchanged.
+
+    Raises:
+      ValueError: naming the view (rows with only some NaN, infinite values) or the first sample
+        with no view at all.
+    """
+    present = view_presence(views, what=what)
+    if present.all():
+        return tuple(views), None
+    filled = tuple(np.where(present[:, v, None], x, np.zeros((), x.dtype)) for v, x in enumerate(views))
+    return filled, present
 
 
 def check_training_inputs(
     state: SpecRaGEState, train_views: Sequence[np.ndarray], val_views: Sequence[np.ndarray]
-) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
-    """Validated float32 copies of the training and validation views, matching the model.
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], np.ndarray | None, np.ndarray | None]:
+    """Validated float32 copies of the training and validation views, matching the model, with
+    their missing-view masks (:func:`missing_view_mask`; None where every view is present).
 
     Views streamed from disk (``data.lazy.MemmapRows``) are passed through unread: their widths
     and row counts are checked here, and their values were checked finite when they were written
     (``write_views_memmap`` refuses NaN and inf), so batches are gathered as the loop needs them.
     """
     view_dims = state.model().view_dims
-    checked = []
+    checked: list[tuple[np.ndarray, ...]] = []
+    masks: list[np.ndarray | None] = []
     for what, views in (("train_views", train_views), ("val_views", val_views)):
         if what == "val_views" and has_no_rows(views):  # no validation split: the training loss drives
             checked.append(tuple(np.zeros((0, d), np.float32) for d in view_dims))
+            masks.append(None)
             continue
-        arrays = check_streamed_views(views, what=what) if is_streamed(views) else as_view_arrays(views, what=what)
+        if is_streamed(views):
+            arrays, mask = check_streamed_views(views, what=what), None
+        else:
+            arrays, mask = missing_view_mask(as_view_arrays(views, what=what, allow_missing=True), what=what)
         check_view_dims(arrays, view_dims, what=what)
         checked.append(arrays)
-    return checked[0], checked[1]
+        masks.append(mask)
+    return checked[0], checked[1], masks[0], masks[1]
+
+
+def _codes_of_present_rows(
+    codes: Sequence[np.ndarray], mask: np.ndarray | None, *, what: str
+) -> tuple[np.ndarray, ...]:
+    """Validated graph codes; where a view is missing (``mask`` False) the row is set to 0
+    whatever it holds (NaN, or a code computed from a placeholder row): no graph uses it."""
+    arrays = as_view_arrays(codes, what=what, allow_missing=mask is not None)
+    if mask is None:
+        return arrays
+    return tuple(np.where(mask[:, v, None], c, np.zeros((), c.dtype)) for v, c in enumerate(arrays))
 
 
 def fit(
@@ -263,11 +319,11 @@ def fit(
         ``resume`` made with another seed or batch size.
       FloatingPointError: if the loss becomes NaN or infinite (the epoch is named).
     """
-    train_views, val_views = check_training_inputs(state, train_views, val_views)
+    train_views, val_views, train_mask, val_mask = check_training_inputs(state, train_views, val_views)
     if train_codes is not None:
-        train_codes = as_view_arrays(train_codes, what="train_codes")
+        train_codes = _codes_of_present_rows(train_codes, train_mask, what="train_codes")
     if val_codes is not None and not has_no_rows(val_codes):
-        val_codes = as_view_arrays(val_codes, what="val_codes")
+        val_codes = _codes_of_present_rows(val_codes, val_mask, what="val_codes")
     n = train_views[0].shape[0]
     m = effective_batch_size(n, config.batch_size, state.graph.n_neighbors)
     m = effective_batch_size(mesh_batch_size(m, config.batch_size, mesh), m, state.graph.n_neighbors)
@@ -280,11 +336,11 @@ def fit(
                 "train.data_on_device needs the training views in memory, but they are streamed "
                 "from disk: load them as arrays (--stream off) or leave train.data_on_device false"
             )
-        device_data = put_training_data(train_views, train_codes, mesh)
+        device_data = put_training_data(train_views, train_codes, mesh, train_mask)
     steps = config.steps_per_epoch or math.ceil(n / m)
     whole_set = None
     if m == n and mesh is None and device_data is None and not is_streamed(train_views):
-        whole_set = whole_set_batch(state, train_views, train_codes)
+        whole_set = whole_set_batch(state, train_views, train_codes, train_mask)
     start_epoch, lr, plateau, history = _starting_point(resume, config, seed=seed, batch_size=m)
     state = state.with_learning_rate(lr)
     bar = tqdm(
@@ -304,7 +360,7 @@ def fit(
         if whole_set is not None:
             state, epoch_metrics = _whole_set_epoch(state, whole_set, steps)
         elif device_data is None:
-            state, epoch_metrics = _host_epoch(state, train_views, train_codes, ortho_idx, grad_idx, mesh)
+            state, epoch_metrics = _host_epoch(state, train_views, train_codes, ortho_idx, grad_idx, mesh, train_mask)
         else:
             state, epoch_metrics = train_epoch_on_device(state, device_data, ortho_idx, grad_idx, mesh)
         train_loss = float(jnp.mean(epoch_metrics.losses))
@@ -313,7 +369,7 @@ def fit(
                 f"epoch {epoch}: training loss became {train_loss}; lower train.learning_rate "
                 f"or check the inputs for extreme values"
             )
-        val_loss = validation_loss(host_local(state), val_views, val_codes, m)  # every process, its own replica
+        val_loss = validation_loss(host_local(state), val_views, val_codes, m, val_mask)  # every process, its own
         monitored = val_loss if math.isfinite(val_loss) else train_loss
         record = EpochRecord(
             epoch=epoch,
@@ -348,16 +404,23 @@ def fit(
     return state, history
 
 
-def whole_set_batch(state: SpecRaGEState, views: Sequence[np.ndarray], codes: Sequence[np.ndarray] | None) -> Batch:
+def whole_set_batch(
+    state: SpecRaGEState,
+    views: Sequence[np.ndarray],
+    codes: Sequence[np.ndarray] | None,
+    mask: np.ndarray | None = None,
+) -> Batch:
     """The whole training set as one Batch on the device, its kNN graph built once.
 
     When the batch holds every training row, each step's ortho and gradient batches are the
     same rows (their order does not change R^-1 or the loss), and the graph, which does not
-    depend on the parameters, is the same every step.
+    depend on the parameters, is the same every step. ``mask`` (n, V): missing views.
     """
     arrays = tuple(jnp.asarray(v) for v in views)
     inputs = arrays if codes is None else tuple(jnp.asarray(c) for c in codes)
-    return Batch(views=arrays, affinities=edge_graph(_graph_of(inputs, state.view_scales, state.graph)))
+    present = None if mask is None else jnp.asarray(mask)
+    graph = edge_graph(_graph_of(inputs, state.view_scales, state.graph, present))
+    return Batch(views=arrays, affinities=graph, mask=present)
 
 
 _graph_of = jax.jit(batch_affinities, static_argnums=2)
@@ -380,13 +443,14 @@ def _host_epoch(
     ortho_idx: np.ndarray,
     grad_idx: np.ndarray,
     mesh: Mesh | None,
+    mask: np.ndarray | None = None,
 ) -> tuple[SpecRaGEState, EpochMetrics]:
     """One epoch of ``train_step`` on batches gathered on the host (arrays or streamed rows) and
     copied to the device step by step; at most three steps in flight."""
     losses, weights = [], []
     for s in range(ortho_idx.shape[0]):
-        ortho_batch = take_batch(views, None, ortho_idx[s], mesh)
-        grad_batch = take_batch(views, codes, grad_idx[s], mesh)
+        ortho_batch = take_batch(views, None, ortho_idx[s], mesh, mask)
+        grad_batch = take_batch(views, codes, grad_idx[s], mesh, mask)
         state, metrics = train_step(state, ortho_batch, grad_batch)  # = ortho_step, then grad_step
         losses.append(metrics["loss"])
         if s >= 2:  # dispatch is asynchronous: bound the steps (and batches) in flight

@@ -14,6 +14,7 @@ from specrage_jax.config import ExperimentConfig
 from specrage_jax.nets.autoencoder import Autoencoder
 from specrage_jax.nets.netstate import NetState, TrainedNet, create_net_state
 from specrage_jax.nets.siamese import siamese_net
+from specrage_jax.validation import missing_rows, present_rows
 
 
 def train_view_nets(
@@ -24,16 +25,28 @@ def train_view_nets(
     *,
     seed: int,
 ) -> tuple[TrainedNet, ...]:
-    """One net per view, trained by ``trainer`` on that view's training rows (seed + v)."""
+    """One net per view, trained by ``trainer`` on that view's training rows (seed + v); where a
+    view is missing for some samples (all-NaN rows), on the rows that have it."""
     return tuple(
-        trainer(x, stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
+        trainer(present_rows(x), stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
         for v, x in enumerate(views)
     )
 
 
 def encode_views(nets: Sequence[TrainedNet], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """nets[v].encode(view v): V arrays (n, d_v) -> V arrays (n, c_v)."""
-    return tuple(net.encode(x) for net, x in zip(nets, views))
+    """nets[v].encode(view v): V arrays (n, d_v) -> V arrays (n, c_v). A missing view's row
+    (all NaN) stays all NaN: only the present rows go through the net."""
+    return tuple(_encode_present(net, x) for net, x in zip(nets, views))
+
+
+def _encode_present(net: TrainedNet, x: np.ndarray) -> np.ndarray:
+    missing = missing_rows(x)
+    if not missing.any():
+        return net.encode(x)
+    present = net.encode(x[~missing])
+    codes = np.full((len(x), present.shape[1]), np.nan, present.dtype)
+    codes[~missing] = present
+    return codes
 
 
 def fresh_stage_net(stage: str, in_dim: int, config: ExperimentConfig) -> NetState:

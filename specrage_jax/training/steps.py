@@ -25,7 +25,7 @@ from flax import nnx
 
 from specrage_jax.config import GraphConfig
 from specrage_jax.nets.state import SpecRaGEState, adam_optimizer
-from specrage_jax.ops.affinity import knn_gaussian_affinity
+from specrage_jax.ops.affinity import knn_gaussian_affinity, masked_knn_gaussian_affinity
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
 from specrage_jax.ops.ortho import orthonormalizer
 from specrage_jax.ops.weights import view_weight_regularizer
@@ -67,45 +67,61 @@ class Batch(NamedTuple):
     ``affinities`` (V, m, m) or an :class:`EdgeGraph`, when given, are the batch's W^(v)
     computed beforehand (they do not depend on the parameters): a batch used for many steps
     builds its graph once.
+    ``mask`` (m, V) bool, True where the sample has the view, marks missing views (their rows
+    hold zeros): each view's graph is built among its present rows, its loss term is a mean over
+    its present pairs, and a sample's fusion uses its present views. None: every view present
+    (the complete-data computation, unchanged). ``ortho_mask`` is ``ortho_views``' mask.
     """
 
     views: tuple[jax.Array, ...]
     codes: tuple[jax.Array, ...] | None = None
     ortho_views: tuple[jax.Array, ...] | None = None
     affinities: jax.Array | EdgeGraph | None = None
+    mask: jax.Array | None = None
+    ortho_mask: jax.Array | None = None
 
     @property
     def affinity_inputs(self) -> tuple[jax.Array, ...]:
         return self.views if self.codes is None else self.codes
 
 
-def batch_affinities(codes: Sequence[jax.Array], view_scales: jax.Array, graph: GraphConfig) -> jax.Array:
-    """W^(v) for every view of a batch: V arrays (m, c_v) -> (V, m, m)."""
+def batch_affinities(
+    codes: Sequence[jax.Array], view_scales: jax.Array, graph: GraphConfig, mask: jax.Array | None = None
+) -> jax.Array:
+    """W^(v) for every view of a batch: V arrays (m, c_v) -> (V, m, m); with ``mask`` (m, V)
+    each view's graph among the rows that have it (:func:`masked_knn_gaussian_affinity`)."""
     per_batch = graph.scale_mode == "batch"
     if graph.scale_mode not in ("batch", "global"):
         raise ValueError(f"graph.scale_mode must be 'global' or 'batch', got {graph.scale_mode!r}")
+    options: dict[str, Any] = {
+        "scale_neighbor": graph.sigma_neighbor,
+        "bandwidth_factor": graph.bandwidth_factor,
+        "include_self": graph.include_self,
+        "symmetrize_how": graph.symmetrize,
+    }
+    scales = [None if per_batch else view_scales[v] for v in range(len(codes))]
+    if mask is None:
+        return jnp.stack(
+            [knn_gaussian_affinity(x, graph.n_neighbors, scales[v], **options) for v, x in enumerate(codes)]
+        )
     return jnp.stack(
         [
-            knn_gaussian_affinity(
-                x,
-                graph.n_neighbors,
-                None if per_batch else view_scales[v],
-                scale_neighbor=graph.sigma_neighbor,
-                bandwidth_factor=graph.bandwidth_factor,
-                include_self=graph.include_self,
-                symmetrize_how=graph.symmetrize,
-            )
+            masked_knn_gaussian_affinity(x, mask[:, v], graph.n_neighbors, scales[v], **options)
             for v, x in enumerate(codes)
         ]
     )
 
 
-def _fuse(state: SpecRaGEState, params: nnx.State, views: Sequence[jax.Array]) -> tuple[jax.Array, jax.Array]:
-    return nnx.merge(state.graphdef, params, state.ortho).fuse(views)
+def _fuse(
+    state: SpecRaGEState, params: nnx.State, views: Sequence[jax.Array], mask: jax.Array | None = None
+) -> tuple[jax.Array, jax.Array]:
+    return nnx.merge(state.graphdef, params, state.ortho).fuse(views, mask)
 
 
-def _fit_r_inv(state: SpecRaGEState, params: nnx.State, views: Sequence[jax.Array]) -> jax.Array:
-    y_tilde, _ = _fuse(state, params, views)
+def _fit_r_inv(
+    state: SpecRaGEState, params: nnx.State, views: Sequence[jax.Array], mask: jax.Array | None = None
+) -> jax.Array:
+    y_tilde, _ = _fuse(state, params, views, mask)
     cfg = state.ortho_config
     return orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
 
@@ -118,7 +134,7 @@ def _r_inv_for_loss(state: SpecRaGEState, params: nnx.State, batch: Batch) -> ja
         return jax.lax.stop_gradient(state.r_inv)
     if batch.ortho_views is None:
         raise ValueError("ortho.grad_through_r_inv needs the orthogonalization batch: pass Batch(ortho_views=...)")
-    return _fit_r_inv(state, params, batch.ortho_views)
+    return _fit_r_inv(state, params, batch.ortho_views, batch.ortho_mask)
 
 
 def spectral_loss(
@@ -128,7 +144,7 @@ def spectral_loss(
 
     With ``graph.weight_balance`` / ``graph.weight_entropy`` > 0 the view-weight regularizers of
     :mod:`specrage_jax.ops.weights` are added (both 0 by default: the loss is Eq. 4 exactly)."""
-    y_tilde, alpha = _fuse(state, params, batch.views)
+    y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
     return _loss_of_fused(state, batch, y_tilde @ r_inv, alpha), alpha
 
 
@@ -136,7 +152,7 @@ def _loss_of_fused(state: SpecRaGEState, batch: Batch, y: jax.Array, alpha: jax.
     """Eq. 4 (plus the optional view-weight regularizers) of the orthogonalized output y (m, k)."""
     affinities = batch.affinities
     if affinities is None:
-        affinities = batch_affinities(batch.affinity_inputs, state.view_scales, state.graph)
+        affinities = batch_affinities(batch.affinity_inputs, state.view_scales, state.graph, batch.mask)
     graph = state.graph
     loss_weights = alpha if graph.weights_in_affinity else None
     if isinstance(affinities, EdgeGraph):
@@ -147,11 +163,16 @@ def _loss_of_fused(state: SpecRaGEState, batch: Batch, y: jax.Array, alpha: jax.
             affinities.weights,
             loss_weights,
             mass_normalized=graph.mass_normalized,
+            present=batch.mask,
         )
     else:
-        loss = weighted_laplacian_loss(y, affinities, loss_weights, mass_normalized=graph.mass_normalized)
+        loss = weighted_laplacian_loss(
+            y, affinities, loss_weights, mass_normalized=graph.mass_normalized, present=batch.mask
+        )
     # static coefficients: with both 0 the regularizer is the constant 0 (no terms in the graph)
-    return loss + view_weight_regularizer(alpha, balance=graph.weight_balance, entropy=graph.weight_entropy)
+    return loss + view_weight_regularizer(
+        alpha, balance=graph.weight_balance, entropy=graph.weight_entropy, present=batch.mask
+    )
 
 
 def _with_r_inv(state: SpecRaGEState, r_inv: jax.Array) -> SpecRaGEState:
@@ -161,7 +182,7 @@ def _with_r_inv(state: SpecRaGEState, r_inv: jax.Array) -> SpecRaGEState:
 @partial(jax.jit, donate_argnums=0)
 def ortho_step(state: SpecRaGEState, batch: Batch) -> SpecRaGEState:
     """Updates R^-1 from the QR of this batch's fused output; nothing else changes."""
-    return _with_r_inv(state, _fit_r_inv(state, state.params, batch.views))
+    return _with_r_inv(state, _fit_r_inv(state, state.params, batch.views, batch.mask))
 
 
 def loss_and_grads(state: SpecRaGEState, batch: Batch) -> tuple[tuple[jax.Array, jax.Array], nnx.State]:
@@ -199,12 +220,12 @@ def train_step(state: SpecRaGEState, ortho_batch: Batch, grad_batch: Batch) -> t
     stores), which saves one forward pass per iteration. The training loop uses this.
     """
     if not state.ortho_config.grad_through_r_inv:
-        state = _with_r_inv(state, _fit_r_inv(state, state.params, ortho_batch.views))
+        state = _with_r_inv(state, _fit_r_inv(state, state.params, ortho_batch.views, ortho_batch.mask))
         (loss, alpha), grads = loss_and_grads(state, grad_batch)
         return _apply_gradients(state, grads), _step_metrics(loss, alpha, grads)
 
     def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
-        r_inv = _fit_r_inv(state, params, ortho_batch.views)
+        r_inv = _fit_r_inv(state, params, ortho_batch.views, ortho_batch.mask)
         loss, alpha = spectral_loss(state, params, grad_batch, r_inv)
         return loss, (alpha, r_inv)
 
@@ -224,7 +245,7 @@ def full_batch_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, 
     """
 
     def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
-        y_tilde, alpha = _fuse(state, params, batch.views)
+        y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
         cfg = state.ortho_config
         r_inv = orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
         if not cfg.grad_through_r_inv:

@@ -1,0 +1,251 @@
+"""Training on incomplete data: samples that miss whole views (all-NaN rows or a mask (n, V)).
+
+Per batch, each view's kNN graph and sigma use only the rows that have the view; each view's loss
+term is averaged over its present pairs; the fusion uses a sample's present views. Checked
+against NumPy references, at the edge of too few present rows, through fit, the estimator,
+save/load and resume; complete data takes the complete-data computation unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from specrage_jax import SpecRaGE
+from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
+from specrage_jax.nets.state import create_state
+from specrage_jax.ops.affinity import knn_gaussian_affinity, masked_knn_gaussian_affinity
+from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
+from specrage_jax.ops.weights import weight_balance_penalty, weight_entropy_penalty
+from specrage_jax.training.checkpoint import TrainingCheckpointer
+from specrage_jax.training.loop import fit, missing_view_mask
+from specrage_jax.training.steps import Batch, edge_graph, train_step
+
+
+def numpy_masked_affinity(x: np.ndarray, present: np.ndarray, l: int, c: float = 2.0) -> np.ndarray:
+    """The graph among the present rows, written out: each present row's l nearest present
+    others (fewer if there are fewer), sigma the median distance to the l-th (or farthest)
+    present neighbour, exp(-d^2 / (c sigma^2)), then (W + W^T) / 2; absent rows have no edges."""
+    m = len(x)
+    rows = np.flatnonzero(present)
+    w = np.zeros((m, m))
+    if len(rows) < 2:
+        return w
+    d2 = ((x[rows, None, :] - x[None, rows, :]) ** 2).sum(-1).astype(np.float64)
+    np.fill_diagonal(d2, np.inf)
+    keep = min(l, len(rows) - 1)
+    order = np.argsort(d2, axis=1, kind="stable")[:, :keep]
+    near = np.take_along_axis(d2, order, axis=1)
+    sigma = np.median(np.sqrt(near[:, keep - 1]))
+    for a, i in enumerate(rows):
+        w[i, rows[order[a]]] = np.exp(-near[a] / (c * sigma**2))
+    return (w + w.T) / 2
+
+
+def numpy_masked_loss(y: np.ndarray, w: np.ndarray, alpha: np.ndarray | None, present: np.ndarray) -> float:
+    """1/V sum_v sum_ij W~_ij ||y_i - y_j||^2 / m_v^2 (= 2/V sum_v tr(Y^T L~ Y) / m_v^2)."""
+    n_views = w.shape[0]
+    sq = ((y[:, None, :] - y[None, :, :]) ** 2).sum(-1)
+    total = 0.0
+    for v in range(n_views):
+        wv = w[v] if alpha is None else w[v] * np.outer(alpha[:, v], alpha[:, v])
+        total += (wv * sq).sum() / max(present[:, v].sum(), 1) ** 2
+    return total / n_views
+
+
+def points(m: int, d: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(m, d)).astype(np.float32)
+
+
+@pytest.mark.parametrize("present_count", [24, 15, 6, 4, 2])
+def test_masked_affinity_matches_the_numpy_graph_among_present_rows(present_count):
+    x = points(24, 3, 0)
+    present = np.zeros(24, bool)
+    present[np.random.default_rng(1).permutation(24)[:present_count]] = True
+    w = np.asarray(masked_knn_gaussian_affinity(jnp.asarray(x), jnp.asarray(present), 5))
+    np.testing.assert_allclose(w, numpy_masked_affinity(x, present, 5), rtol=2e-5, atol=1e-7)
+    assert not w[~present].any() and not w[:, ~present].any()
+
+
+def test_masked_affinity_with_every_row_present_equals_the_complete_graph():
+    x = jnp.asarray(points(32, 4, 2))
+    full = knn_gaussian_affinity(x, 6)
+    np.testing.assert_allclose(masked_knn_gaussian_affinity(x, jnp.ones(32, bool), 6), full, rtol=1e-6, atol=1e-8)
+    scale = jnp.float32(0.9)  # a global sigma, too
+    np.testing.assert_allclose(
+        masked_knn_gaussian_affinity(x, jnp.ones(32, bool), 6, scale), knn_gaussian_affinity(x, 6, scale), rtol=1e-6
+    )
+
+
+@pytest.mark.parametrize("present_count", [1, 0])
+def test_a_view_on_fewer_than_two_rows_has_no_edges(present_count):
+    present = np.arange(16) < present_count
+    w = masked_knn_gaussian_affinity(jnp.asarray(points(16, 2, 3)), jnp.asarray(present), 5)
+    assert np.isfinite(np.asarray(w)).all() and not np.asarray(w).any()
+
+
+def test_masked_loss_matches_the_numpy_reference_dense_and_as_edge_lists():
+    m, k = 20, 3
+    rng = np.random.default_rng(4)
+    present = rng.random((m, 2)) < 0.6
+    present[~present.any(axis=1), 0] = True
+    views = [points(m, 3, 5), points(m, 2, 6)]
+    w = np.stack([numpy_masked_affinity(x, present[:, v], 4) for v, x in enumerate(views)])
+    y = rng.normal(size=(m, k))
+    alpha = rng.random((m, 2)) * present
+    alpha /= alpha.sum(axis=1, keepdims=True)
+    for weights in (None, alpha):
+        expected = numpy_masked_loss(y, w, weights, present)
+        jw = None if weights is None else jnp.asarray(weights, jnp.float32)
+        dense = weighted_laplacian_loss(jnp.asarray(y, jnp.float32), jnp.asarray(w, jnp.float32), jw, present=present)
+        edges = edge_graph(w.astype(np.float32))
+        listed = edge_laplacian_loss(
+            jnp.asarray(y, jnp.float32), edges.senders, edges.receivers, edges.weights, jw, present=jnp.asarray(present)
+        )
+        np.testing.assert_allclose(float(dense), expected, rtol=1e-5)
+        np.testing.assert_allclose(float(listed), expected, rtol=1e-5)
+
+
+def test_a_sparsely_present_view_is_not_down_weighted_by_its_absence():
+    """The same graph on half the rows (the other half absent) gives the same per-view term as
+    on a batch of only those rows: the mean over present pairs, not over all m^2 pairs."""
+    x, y = points(20, 3, 7), points(20, 2, 8)
+    present = np.repeat([[True], [False]], 10, axis=0)
+    w = masked_knn_gaussian_affinity(jnp.asarray(x), jnp.asarray(present[:, 0]), 4)[None]
+    half = weighted_laplacian_loss(jnp.asarray(y), w, present=jnp.asarray(present))
+    alone = weighted_laplacian_loss(jnp.asarray(y[:10]), knn_gaussian_affinity(jnp.asarray(x[:10]), 4)[None])
+    np.testing.assert_allclose(float(half), float(alone), rtol=1e-5)
+
+
+def test_weight_regularizers_measure_against_each_samples_present_views():
+    alpha = jnp.asarray([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    present = jnp.asarray([[True, False, False], [True, True, False], [True, True, True]])
+    per_sample = np.array([0.0, 0.0, sum(p * np.log(3 * p) for p in (0.2, 0.3, 0.5))])
+    np.testing.assert_allclose(float(weight_entropy_penalty(alpha, present)), per_sample.mean(), rtol=1e-6)
+    # balance: the batch mean against the mean of each sample's uniform-over-present weights
+    target = np.mean([[1, 0, 0], [0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3]], axis=0)
+    at_target = jnp.asarray(np.tile(target, (3, 1)), jnp.float32)
+    np.testing.assert_allclose(float(weight_balance_penalty(at_target, present)), 0.0, atol=1e-6)
+    assert float(weight_balance_penalty(at_target, None)) > 0.05  # against 1/V it would be penalized
+
+
+MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
+GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch", weight_entropy=0.01)
+
+
+def small_state(graph: GraphConfig = GRAPH):
+    return create_state([2, 2], MODEL, graph, OrthoConfig(), learning_rate=1e-3, seed=0)
+
+
+def clustered_views(n: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n)
+    x = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[labels] + rng.normal(size=(n, 2))
+    return [x.astype(np.float32), (x @ np.array([[0.0, -1.0], [1.0, 0.0]])).astype(np.float32)]
+
+
+def drop_views(views: list[np.ndarray], fraction: float, seed: int) -> list[np.ndarray]:
+    """All-NaN rows for a random view of ``fraction`` of the samples (each keeps one view)."""
+    rng = np.random.default_rng(seed)
+    n = len(views[0])
+    out = [v.copy() for v in views]
+    chosen = np.flatnonzero(rng.random(n) < fraction)
+    which = rng.integers(0, len(views), len(chosen))
+    for i, v in zip(chosen, which):
+        out[v][i] = np.nan
+    return out
+
+
+def test_a_step_on_a_batch_with_a_view_on_fewer_than_l_plus_one_rows_is_finite():
+    views = clustered_views(32, 0)
+    mask = np.ones((32, 2), bool)
+    mask[3:, 1] = False  # view 1 on three rows only: each has two present neighbours, l = 5
+    batch = Batch(views=tuple(jnp.asarray(np.where(mask[:, v, None], x, 0)) for v, x in enumerate(views)), mask=mask)
+    state, metrics = train_step(small_state(), batch, batch)
+    assert np.isfinite(float(metrics["loss"])) and np.isfinite(float(metrics["grad_norm"]))
+    leaves = jax.tree.leaves(state.params)
+    assert all(np.isfinite(np.asarray(p)).all() for p in leaves)
+    weights = np.asarray(metrics["view_weights"])
+    assert weights[1] < 0.5  # rows without view 1 weigh it 0
+
+
+def test_fit_builds_masks_only_for_incomplete_data():
+    views = clustered_views(40, 0)
+    assert missing_view_mask(views, what="train_views")[1] is None
+    filled, mask = missing_view_mask(drop_views(views, 0.5, 1), what="train_views")
+    assert mask is not None and (~mask).sum() > 0 and mask.any(axis=1).all()
+    assert all(np.isfinite(x).all() for x in filled)
+    assert all(not x[~mask[:, v]].any() for v, x in enumerate(filled))
+
+
+TRAIN = TrainConfig(epochs=4, batch_size=32, progress=False)
+
+
+def test_fit_on_incomplete_data_trains_and_weights_missing_views_zero():
+    train, val = drop_views(clustered_views(96, 0), 0.5, 2), drop_views(clustered_views(40, 1), 0.5, 3)
+    state, history = fit(small_state(), train, val, TRAIN, seed=0)
+    assert all(np.isfinite(r.train_loss) and np.isfinite(r.val_loss) for r in history.epochs)
+    from specrage_jax.nets.embed import embed
+
+    y, alpha = embed(state, train)
+    assert np.isfinite(y).all()
+    missing = np.stack([np.isnan(x).all(axis=1) for x in train], axis=1)
+    assert (alpha[missing] == 0).all() and np.allclose(alpha.sum(axis=1), 1.0)
+
+
+def test_resume_with_masks_equals_the_uninterrupted_run(tmp_path):
+    train, val = drop_views(clustered_views(96, 0), 0.4, 4), drop_views(clustered_views(40, 1), 0.4, 5)
+    full, history_full = fit(small_state(), train, val, TRAIN, seed=0)
+    with TrainingCheckpointer(tmp_path / "ck", every_epochs=1, keep=3, model_config=MODEL) as ckpt:
+        fit(small_state(), train, val, TRAIN, seed=0, checkpointer=ckpt)
+        restored = ckpt.restore(2, small_state())
+    state, history = fit(restored.state, train, val, TRAIN, seed=0, resume=restored.progress)
+    for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(full.params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_array_equal(np.asarray(state.r_inv), np.asarray(full.r_inv))
+    strip = [dataclasses.replace(r, seconds=0.0) for r in history.epochs]
+    assert strip == [dataclasses.replace(r, seconds=0.0) for r in history_full.epochs]
+
+
+ESTIMATOR = {"n_clusters": 3, "n_neighbors": 5, "max_epochs": 3, "view_hidden": (16,), "random_state": 0}
+
+
+def test_estimator_trains_on_nan_rows_and_on_a_mask_alike_and_survives_save_load(tmp_path):
+    complete = clustered_views(120, 6)
+    incomplete = drop_views(complete, 0.5, 7)
+    mask = np.stack([~np.isnan(x).all(axis=1) for x in incomplete], axis=1)
+    by_nan = SpecRaGE(**ESTIMATOR).fit(incomplete)
+    by_mask = SpecRaGE(**ESTIMATOR).fit(complete, mask=mask)
+    np.testing.assert_array_equal(by_nan.transform(incomplete), by_mask.transform(complete, mask))
+    weights = by_nan.view_weights(incomplete)
+    assert (weights[~mask] == 0).all()
+    by_nan.save(tmp_path / "model")
+    loaded = SpecRaGE.load(tmp_path / "model")
+    np.testing.assert_array_equal(loaded.transform(incomplete), by_nan.transform(incomplete))
+
+
+def test_complete_data_with_an_all_true_mask_is_bitwise_the_complete_fit():
+    views = clustered_views(120, 8)
+    plain = SpecRaGE(**ESTIMATOR).fit(views)
+    masked = SpecRaGE(**ESTIMATOR).fit(views, mask=np.ones((120, 2), bool))
+    np.testing.assert_array_equal(plain.transform(views), masked.transform(views))
+    np.testing.assert_array_equal(plain.labels_, masked.labels_)
+
+
+def test_the_estimator_names_a_view_present_on_too_few_training_rows():
+    views = clustered_views(60, 9)
+    views[1][4:] = np.nan  # view 1 on four samples only
+    with pytest.raises(ValueError, match=r"view 1 is present on only \d of the \d+ training rows"):
+        SpecRaGE(**ESTIMATOR).fit(views)
+
+
+def test_the_estimator_names_a_training_sample_with_no_view():
+    views = clustered_views(60, 10)
+    for x in views:
+        x[7] = np.nan
+    with pytest.raises(ValueError, match="X: sample 7 has every view missing"):
+        SpecRaGE(**ESTIMATOR).fit(views)
