@@ -114,8 +114,6 @@ def test_batch_steps_and_widths_follow_the_training_rows():
     assert per_epoch == 25 and epochs * per_epoch >= 400  # an epoch is never cut short
     assert hidden_widths(200) == (512, 512, 256)
     assert hidden_widths(3000) == (256, 256, 128)  # whole-set steps grow with n: narrower nets
-    assert hidden_widths(3000, 3000) == (256, 256, 128)
-    assert hidden_widths(1800, 1024) == (512, 512, 256)  # mini-batches: the step does not grow with n
     assert hidden_widths(20_000) == (512, 512, 256) and hidden_widths(60_000) == (1024, 1024, 512)
 
 

@@ -17,9 +17,11 @@ import pytest
 
 from specrage_jax import SpecRaGE
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
+from specrage_jax.data.incomplete import mean_impute, remove_views_at_random
 from specrage_jax.nets.state import create_state
 from specrage_jax.ops.affinity import knn_gaussian_affinity, masked_knn_gaussian_affinity
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
+from specrage_jax.ops.spectral import present_pairs_laplacian_eigenvectors
 from specrage_jax.ops.weights import weight_balance_penalty, weight_entropy_penalty
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.loop import fit, missing_view_mask
@@ -249,3 +251,64 @@ def test_the_estimator_names_a_training_sample_with_no_view():
         x[7] = np.nan
     with pytest.raises(ValueError, match="X: sample 7 has every view missing"):
         SpecRaGE(**ESTIMATOR).fit(views)
+
+
+def test_remove_views_at_random_keeps_a_view_per_sample_and_is_seeded():
+    views = [points(200, 3, 11), points(200, 4, 12), points(200, 2, 13)]
+    out, present = remove_views_at_random(views, 0.5, seed=3)
+    assert (~present.all(axis=1)).sum() == 100 and present.any(axis=1).all()
+    for v, x in enumerate(out):
+        assert np.isnan(x[~present[:, v]]).all() and np.array_equal(x[present[:, v]], views[v][present[:, v]])
+    again, present_again = remove_views_at_random(views, 0.5, seed=3)
+    np.testing.assert_array_equal(present, present_again)
+    assert not np.array_equal(present, remove_views_at_random(views, 0.5, seed=4)[1])
+    assert (present.sum(axis=1) >= 1).all() and (present[~present.all(axis=1)].sum(axis=1) <= 2).all()
+
+
+def test_mean_impute_fills_missing_rows_with_the_fit_rows_present_mean():
+    views, present = remove_views_at_random([points(50, 3, 14), points(50, 2, 15)], 0.6, seed=0)
+    fit_rows = np.arange(30)
+    filled = mean_impute(views, fit_rows)
+    for v, x in enumerate(filled):
+        expected = views[v][fit_rows][present[fit_rows, v]].mean(axis=0)
+        np.testing.assert_allclose(x[~present[:, v]], np.broadcast_to(expected, x[~present[:, v]].shape), rtol=1e-6)
+        np.testing.assert_array_equal(x[present[:, v]], views[v][present[:, v]])
+
+
+def test_exact_se_on_present_pairs_equals_the_dense_sum_of_present_graphs():
+    views = [points(40, 3, 16), points(40, 2, 17)]
+    present = np.ones((40, 2), bool)
+    present[:12, 0] = False
+    present[30:, 1] = False
+    graph = GraphConfig(n_neighbors=5)
+    values, vectors = present_pairs_laplacian_eigenvectors(views, present, 3, graph)
+    total = np.zeros((40, 40))
+    for v, x in enumerate(views):
+        w = numpy_masked_affinity(x, present[:, v], 5)
+        total += np.diag(w.sum(axis=1)) - w
+    expected = np.linalg.eigvalsh(total)[:3]
+    np.testing.assert_allclose(values, expected, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(vectors.T @ total @ vectors, np.diag(expected), atol=1e-5)
+
+
+@pytest.mark.slow  # four short trainings and an exact SE: ~30 s
+def test_the_incomplete_data_script_writes_every_method_and_the_figure(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "incomplete.py"
+    spec = importlib.util.spec_from_file_location("incomplete_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tiny = ["--set", "model.view_hidden=32,32", "--set", "train.epochs=2", "--set", "train.steps_per_epoch=3"]
+    module.main(["--datasets", "blobs", "--fractions", "0.5", "--out", str(tmp_path), *tiny])
+    result = json.loads((tmp_path / "incomplete_blobs.json").read_text())
+    cells = {r["fraction"]: r for r in result["runs"]}
+    assert set(cells) == {0.0, 0.5}
+    assert set(module.METHODS) <= set(cells[0.5])
+    assert cells[0.5]["complete_samples"] == pytest.approx(0.5, abs=0.01)
+    assert cells[0.5]["complete_only"]["n_train"] < cells[0.5]["specrage"]["n_train"]
+    for method in module.METHODS:
+        assert 0.0 <= cells[0.5][method]["acc"] <= 1.0
+    assert (tmp_path / "incomplete_blobs.png").stat().st_size > 1000

@@ -444,3 +444,33 @@ def test_infinitemnist_chunks_are_seeded_independent_and_bounded():
 def test_infinitemnist_rejects_non_square_images():
     with pytest.raises(ValueError, match="square"):
         infinitemnist_chunk(np.zeros((4, 10), np.float32), np.zeros(4, int), 0, 2)
+
+
+# --- incomplete data: a stored view mask ------------------------------------------------------
+
+
+def test_a_stored_view_mask_turns_missing_rows_into_nan(tmp_path):
+    mask = np.ones((N, 3), bool)
+    mask[[1, 5], 0] = False
+    mask[7, 2] = False
+    np.savez(tmp_path / "inc.npz", view_0=VIEW_A, view_1=VIEW_B, view_2=VIEW_C, labels=LABELS_1_BASED, mask=mask)
+    data = load_file(tmp_path / "inc.npz")
+    np.testing.assert_array_equal(data.present, mask)
+    assert np.isnan(data.views[0][[1, 5]]).all() and np.isfinite(data.views[0][0]).all()
+    np.testing.assert_array_equal(load_npz(tmp_path / "inc.npz", views=(2, 0)).present, mask[:, [2, 0]])
+    as_mat = save_mat(tmp_path / "inc.mat", X=cell(VIEW_A, VIEW_B, VIEW_C), Y=LABELS_1_BASED, mask=mask.T.astype(float))
+    np.testing.assert_array_equal(load_mat(as_mat).present, mask)  # views x samples, 0/1 numbers
+
+
+def test_a_bad_stored_view_mask_names_the_file_and_the_problem(tmp_path):
+    np.savez(tmp_path / "shape.npz", view_0=VIEW_A, view_1=VIEW_B, labels=LABELS_1_BASED, mask=np.ones((N, 3)))
+    with pytest.raises(ValueError, match=r"shape\.npz: the view mask must be \(n_samples, n_views\) = \(12, 2\)"):
+        load_npz(tmp_path / "shape.npz")
+    np.savez(tmp_path / "values.npz", view_0=VIEW_A, view_1=VIEW_B, labels=LABELS_1_BASED, mask=np.full((N, 2), 2))
+    with pytest.raises(ValueError, match=r"values\.npz: the view mask must hold booleans or 0/1"):
+        load_npz(tmp_path / "values.npz")
+    empty = np.ones((N, 2), bool)
+    empty[4] = False
+    np.savez(tmp_path / "empty.npz", view_0=VIEW_A, view_1=VIEW_B, labels=LABELS_1_BASED, mask=empty)
+    with pytest.raises(ValueError, match="sample 4 has every view missing"):
+        load_npz(tmp_path / "empty.npz")

@@ -34,12 +34,10 @@ GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
 ZERO_EIGENVALUE = 1e-8  # normalized-Laplacian eigenvalues below this count as 0 (a component)
 STEP_BUDGET = 400  # gradient steps of a run (at least; an epoch is never cut short)
 MIN_STEPS_PER_EPOCH = 10  # small sets: an "epoch" of the schedule is this many full-batch steps
-MINIBATCH_WIDTHS = (512, 512, 256)
-NARROW_WIDTHS = (256, 256, 128)
 WIDTHS_BY_ROWS = (  # (below this many training rows, per-view MLP widths)
-    (1500, MINIBATCH_WIDTHS),
-    (FULL_BATCH_MAX + 1, NARROW_WIDTHS),  # whole-set steps grow with n x width^2: narrower nets
-    (50000, MINIBATCH_WIDTHS),  # mini-batches of FULL_BATCH_MAX rows: the step no longer grows with n
+    (1500, (512, 512, 256)),
+    (FULL_BATCH_MAX + 1, (256, 256, 128)),  # whole-set steps grow with n x width^2: narrower nets
+    (50000, (512, 512, 256)),  # mini-batches of FULL_BATCH_MAX rows: the step no longer grows with n
 )
 LARGE_WIDTHS = (1024, 1024, 512)  # the paper's widths, from 50000 training rows on
 
@@ -174,16 +172,15 @@ def _neighbor_lists(x: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:
     return np.square(dist), idx
 
 
-def hidden_widths(n_train: int, batch_rows: int | None = None) -> tuple[int, ...]:
+def hidden_widths(n_train: int) -> tuple[int, ...]:
     """Per-view MLP widths by training rows (WIDTHS_BY_ROWS): 512-512-256 for small sets; while the
     whole training set is one batch (up to FULL_BATCH_MAX rows) a step's work grows with
     n x width^2, so from 1,500 rows the nets narrow to 256-256-128 to keep a fit on 3,000 rows
-    under a minute on 2 CPU cores; mini-batch training (larger sets, or ``batch_rows`` below
-    ``n_train``) keeps 512-512-256, and the paper's 1024-1024-512 from 50,000 rows on."""
-    whole_set = batch_rows is None or batch_rows >= n_train
+    under a minute on 2 CPU cores; mini-batch training (larger sets) goes back to 512-512-256,
+    and the paper's 1024-1024-512 from 50,000 rows on."""
     for below, widths in WIDTHS_BY_ROWS:
         if n_train < below:
-            return widths if whole_set or widths != NARROW_WIDTHS else MINIBATCH_WIDTHS
+            return widths
     return LARGE_WIDTHS
 
 
@@ -273,10 +270,9 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             model,
             view_hidden=choose(
                 "model.view_hidden",
-                hidden_widths(shape.n_train, m),
-                f"by training rows ({shape.n_train}) and batch ({m}): 512-512-256 below 1500, 256-256-128 from "
-                f"1500 while the whole set is one batch (a step grows with n x width^2), 512-512-256 with "
-                f"mini-batches, 1024-1024-512 from 50000",
+                hidden_widths(shape.n_train),
+                f"by training rows ({shape.n_train}): 512-512-256 below 1500, 256-256-128 while the whole set is one "
+                f"batch (a step grows with n x width^2), 512-512-256 with mini-batches, 1024-1024-512 from 50000",
             ),
         )
     resolved = dataclasses.replace(config, model=model, graph=graph, train=train)
