@@ -34,9 +34,22 @@ def max_abs_diff(a, b) -> float:
     )
 
 
+def with_missing_views(views: list[np.ndarray], seed: int) -> list[np.ndarray]:
+    """A random view of 40 % of the samples set to NaN (missing)."""
+    rng = np.random.default_rng(seed)
+    out = [v.copy() for v in views]
+    rows = np.flatnonzero(rng.random(len(views[0])) < 0.4)
+    for row, v in zip(rows, rng.integers(0, 2, rows.size)):
+        out[v][row] = np.nan
+    return out
+
+
 @pytest.mark.parametrize("through", [True, False])
-def test_fit_on_device_follows_the_host_loop(through: bool) -> None:
+@pytest.mark.parametrize("missing", [False, True])
+def test_fit_on_device_follows_the_host_loop(through: bool, missing: bool) -> None:
     train, val = clustered_views(300, 0), clustered_views(60, 1)
+    if missing:  # incomplete data: the mask travels with the data into the scanned epoch
+        train, val = with_missing_views(train, 2), with_missing_views(val, 3)
     config = TrainConfig(epochs=3, batch_size=64, progress=False)
     host, h_host = fit(state(through), train, val, config, seed=5)
     dev, h_dev = fit(
