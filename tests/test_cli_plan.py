@@ -30,6 +30,7 @@ def test_the_plan_lists_every_stage_with_its_bound():
     assert "held-out" not in format_plan(stage_plan(no_stop, n_train=14400, n_views=2))[1]
 
 
+@pytest.mark.slow  # CLI runs: ~14 s; the default suite is at its time budget
 def test_stage_bounds_from_the_command_line_reach_their_stage(tmp_path, capsys):
     rng = np.random.default_rng(0)
     labels = np.arange(90) % 3

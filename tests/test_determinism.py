@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 SCRIPT = textwrap.dedent("""
     import sys
@@ -25,6 +26,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # two processes: ~13 s; the default suite is at its time budget
 def test_same_seed_gives_identical_embeddings_in_two_processes(tmp_path):
     script = tmp_path / "fit.py"
     script.write_text(SCRIPT)

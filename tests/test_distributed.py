@@ -148,6 +148,7 @@ def launched_run(tmp_path_factory) -> Path:
     return where / "run"
 
 
+@pytest.mark.slow  # two launched processes and a one-process run: ~65 s; the default suite is at its time budget
 def test_specrage_launch_trains_over_two_processes_as_one_process_over_two_devices(launched_run, tmp_path):
     """Two processes (one CPU device each) against one process with two forced devices: the same
     test metrics, losses to 1e-6, saved parameters and R^-1 to 1e-5; one checkpoint per epoch and

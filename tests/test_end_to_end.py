@@ -40,6 +40,7 @@ def test_blobs_recovers_clusters_and_the_joint_eigenspace():
     assert distance <= 0.1 * k, f"squared Grassmann distance {distance:.3f} to the bottom-{k} eigenvectors of L-bar"
 
 
+@pytest.mark.slow  # an exact SE of digits and a fit: ~40 s; the default suite is at its time budget
 def test_digits_matches_the_exact_spectral_embedding():
     config, splits, state, _ = _train("digits")
     k = config.model.n_components

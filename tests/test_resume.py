@@ -13,6 +13,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import pytest
 
 from specrage_jax.cli import main
 from specrage_jax.training.checkpoint import load_model
@@ -76,6 +77,7 @@ def without_timings(metrics: dict) -> dict:
     return {"test": metrics["test"], "training": training, "n_samples": metrics["n_samples"]}
 
 
+@pytest.mark.slow  # a killed and a resumed CLI run: ~25 s; the default suite is at its time budget
 def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     interrupted, uninterrupted = tmp_path / "d1", tmp_path / "d2"
     env = env_with_compile_cache(tmp_path / "jax-cache")

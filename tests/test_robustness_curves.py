@@ -46,6 +46,7 @@ def load_script():
     return module
 
 
+@pytest.mark.slow  # a script run: ~13 s; the default suite is at its time budget
 def test_robustness_script_writes_both_curves_for_both_methods(tmp_path):
     module = load_script()
     module.main(["--datasets", "blobs", "--out-dir", str(tmp_path), *TINY])
