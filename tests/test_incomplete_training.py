@@ -19,7 +19,7 @@ from specrage_jax import SpecRaGE
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
 from specrage_jax.data.incomplete import mean_impute, remove_views_at_random
 from specrage_jax.nets.state import create_state
-from specrage_jax.ops.affinity import knn_gaussian_affinity, masked_knn_gaussian_affinity
+from specrage_jax.ops.affinity import knn_gaussian_affinity
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
 from specrage_jax.ops.spectral import present_pairs_laplacian_eigenvectors
 from specrage_jax.ops.weights import weight_balance_penalty, weight_entropy_penalty
@@ -68,7 +68,7 @@ def test_masked_affinity_matches_the_numpy_graph_among_present_rows(present_coun
     x = points(24, 3, 0)
     present = np.zeros(24, bool)
     present[np.random.default_rng(1).permutation(24)[:present_count]] = True
-    w = np.asarray(masked_knn_gaussian_affinity(jnp.asarray(x), jnp.asarray(present), 5))
+    w = np.asarray(knn_gaussian_affinity(jnp.asarray(x), 5, present=jnp.asarray(present)))
     np.testing.assert_allclose(w, numpy_masked_affinity(x, present, 5), rtol=2e-5, atol=1e-7)
     assert not w[~present].any() and not w[:, ~present].any()
 
@@ -76,17 +76,17 @@ def test_masked_affinity_matches_the_numpy_graph_among_present_rows(present_coun
 def test_masked_affinity_with_every_row_present_equals_the_complete_graph():
     x = jnp.asarray(points(32, 4, 2))
     full = knn_gaussian_affinity(x, 6)
-    np.testing.assert_allclose(masked_knn_gaussian_affinity(x, jnp.ones(32, bool), 6), full, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(knn_gaussian_affinity(x, 6, present=jnp.ones(32, bool)), full, rtol=1e-6, atol=1e-8)
     scale = jnp.float32(0.9)  # a global sigma, too
     np.testing.assert_allclose(
-        masked_knn_gaussian_affinity(x, jnp.ones(32, bool), 6, scale), knn_gaussian_affinity(x, 6, scale), rtol=1e-6
+        knn_gaussian_affinity(x, 6, scale, present=jnp.ones(32, bool)), knn_gaussian_affinity(x, 6, scale), rtol=1e-6
     )
 
 
 @pytest.mark.parametrize("present_count", [1, 0])
 def test_a_view_on_fewer_than_two_rows_has_no_edges(present_count):
     present = np.arange(16) < present_count
-    w = masked_knn_gaussian_affinity(jnp.asarray(points(16, 2, 3)), jnp.asarray(present), 5)
+    w = knn_gaussian_affinity(jnp.asarray(points(16, 2, 3)), 5, present=jnp.asarray(present))
     assert np.isfinite(np.asarray(w)).all() and not np.asarray(w).any()
 
 
@@ -117,7 +117,7 @@ def test_a_sparsely_present_view_is_not_down_weighted_by_its_absence():
     on a batch of only those rows: the mean over present pairs, not over all m^2 pairs."""
     x, y = points(20, 3, 7), points(20, 2, 8)
     present = np.repeat([[True], [False]], 10, axis=0)
-    w = masked_knn_gaussian_affinity(jnp.asarray(x), jnp.asarray(present[:, 0]), 4)[None]
+    w = knn_gaussian_affinity(jnp.asarray(x), 4, present=jnp.asarray(present[:, 0]))[None]
     half = weighted_laplacian_loss(jnp.asarray(y), w, present=jnp.asarray(present))
     alone = weighted_laplacian_loss(jnp.asarray(y[:10]), knn_gaussian_affinity(jnp.asarray(x[:10]), 4)[None])
     np.testing.assert_allclose(float(half), float(alone), rtol=1e-5)

@@ -62,6 +62,23 @@ def median_neighbor_scale(knn_sq_dists: jax.Array, scale_neighbor: int) -> jax.A
     return jnp.where(jnp.isnan(sigma), 1.0, sigma)
 
 
+def present_neighbor_scale(knn_sq_dists: jax.Array, present: jax.Array, scale_neighbor: int) -> jax.Array:
+    """sigma of a view present on only some rows: the median over the present rows of the distance
+    to their ``scale_neighbor``-th present neighbour, or to their farthest present one when fewer
+    are present. Zero and infinite distances are ignored; sigma = 1 when none is left.
+
+    knn_sq_dists: (m, l) squared distances, nearest first, inf where no present neighbour is left;
+    present: (m,) bool -> () scalar.
+    """
+    chex.assert_rank([knn_sq_dists, present], [2, 1])
+    others = jnp.sum(present) - 1  # every present row has the same number of present others
+    column = jnp.clip(jnp.minimum(scale_neighbor, others), 1, knn_sq_dists.shape[1]) - 1
+    dist = jnp.sqrt(jnp.take(knn_sq_dists, column, axis=1))
+    usable = present & jnp.isfinite(dist) & (dist > 0)
+    sigma = jnp.nanmedian(jnp.where(usable, dist, jnp.nan))
+    return jnp.where(jnp.isnan(sigma), 1.0, sigma)
+
+
 def symmetrize(w: jax.Array, how: str) -> jax.Array:
     """(m, m) -> (m, m): 'mean' (W + W^T)/2, 'max' elementwise max, 'none' unchanged."""
     if how == "mean":
@@ -82,11 +99,19 @@ def knn_gaussian_affinity(
     bandwidth_factor: float = 2.0,
     include_self: bool = False,
     symmetrize_how: str = "mean",
+    present: jax.Array | None = None,
 ) -> jax.Array:
     """The kNN Gaussian affinity of one view of a batch.
 
+    With ``present`` (m,) bool (a view only some rows have) the graph is built among the present
+    rows alone: an absent row has no edges (zero row and column) and is nobody's neighbour, and a
+    per-batch sigma is measured on present rows (:func:`present_neighbor_scale`). A present row
+    with fewer than l present others keeps the ones there are; a view present on fewer than two
+    rows has no edges at all. With every row present the graph is the same as without.
+
     Args:
-      x: (m, d) inputs of one view (raw features or Siamese codes).
+      x: (m, d) inputs of one view (raw features or Siamese codes); absent rows may hold anything
+        finite (e.g. zeros).
       n_neighbors: l.
       scale: sigma; None takes it from this batch (median distance to the
         ``scale_neighbor``-th neighbour).
@@ -94,75 +119,28 @@ def knn_gaussian_affinity(
       bandwidth_factor: c in exp(-d^2 / (c sigma^2)).
       include_self: count the point itself among its l neighbours.
       symmetrize_how: 'mean', 'max' or 'none' (directed kNN graph).
+      present: (m,) bool, True where the row has this view; None: every row has it.
 
     Returns:
-      W: (m, m), non-negative, zero diagonal, symmetric unless 'none'.
+      W: (m, m), non-negative, zero diagonal (and zero on absent rows and columns), symmetric
+      unless 'none'.
     """
     chex.assert_rank(x, 2)
     m = x.shape[0]
-    d2 = pairwise_sq_distances(x)
-    knn_d2, idx = nearest_neighbors(d2, n_neighbors, include_self=include_self)
+    if present is None:
+        d2 = pairwise_sq_distances(x)
+    else:
+        chex.assert_shape(present, (m,))
+        both = present[:, None] & present[None, :]
+        d2 = jnp.where(both, pairwise_sq_distances(jnp.where(present[:, None], x, 0.0)), jnp.inf)
+    knn_d2, idx = nearest_neighbors(d2, n_neighbors, include_self=include_self)  # absent rows: at inf
     if scale is None:
-        scale = median_neighbor_scale(knn_d2, scale_neighbor or n_neighbors)
+        scale = (
+            median_neighbor_scale(knn_d2, scale_neighbor or n_neighbors)
+            if present is None
+            else present_neighbor_scale(knn_d2, present, scale_neighbor or n_neighbors)
+        )
     values = jnp.exp(-knn_d2 / (bandwidth_factor * jnp.square(scale)))
     w = jnp.zeros((m, m), x.dtype).at[jnp.arange(m)[:, None], idx].set(values.astype(x.dtype))
     w = w * (1.0 - jnp.eye(m, dtype=w.dtype))  # self-loops do not change the Laplacian
-    return symmetrize(w, symmetrize_how)
-
-
-def present_neighbor_scale(knn_sq_dists: jax.Array, present: jax.Array, scale_neighbor: int) -> jax.Array:
-    """sigma of a view present on only some rows: the median over the present rows of the distance
-    to their ``scale_neighbor``-th present neighbour, or to their farthest present one when fewer
-    are present. Zero and infinite distances are ignored; sigma = 1 when none is left.
-
-    knn_sq_dists: (m, l) squared distances, nearest first, inf where no present neighbour is left;
-    present: (m,) bool -> () scalar.
-    """
-    chex.assert_rank([knn_sq_dists, present], [2, 1])
-    others = jnp.sum(present) - 1  # every present row has the same number of present others
-    column = jnp.clip(jnp.minimum(scale_neighbor, others), 1, knn_sq_dists.shape[1]) - 1
-    dist = jnp.sqrt(jnp.take(knn_sq_dists, column, axis=1))
-    usable = present & jnp.isfinite(dist) & (dist > 0)
-    sigma = jnp.nanmedian(jnp.where(usable, dist, jnp.nan))
-    return jnp.where(jnp.isnan(sigma), 1.0, sigma)
-
-
-def masked_knn_gaussian_affinity(
-    x: jax.Array,
-    present: jax.Array,
-    n_neighbors: int,
-    scale: jax.Array | float | None = None,
-    *,
-    scale_neighbor: int | None = None,
-    bandwidth_factor: float = 2.0,
-    include_self: bool = False,
-    symmetrize_how: str = "mean",
-) -> jax.Array:
-    """:func:`knn_gaussian_affinity` of a view that only the ``present`` rows have.
-
-    The graph is built among the present rows alone: an absent row has no edges (zero row and
-    column) and is nobody's neighbour, and a per-batch sigma is measured on present rows. A
-    present row with fewer than l present others keeps the ones there are; a view present on
-    fewer than two rows has no edges at all. With every row present the result equals
-    :func:`knn_gaussian_affinity` (same neighbours, same sigma).
-
-    Args:
-      x: (m, d) inputs of one view; absent rows may hold anything finite (e.g. zeros).
-      present: (m,) bool, True where the row has this view.
-      The rest as :func:`knn_gaussian_affinity`.
-
-    Returns:
-      W: (m, m), non-negative, zero diagonal, zero on absent rows and columns.
-    """
-    chex.assert_rank([x, present], [2, 1])
-    chex.assert_equal(x.shape[0], present.shape[0])
-    m = x.shape[0]
-    both = present[:, None] & present[None, :]
-    d2 = jnp.where(both, pairwise_sq_distances(jnp.where(present[:, None], x, 0.0)), jnp.inf)
-    knn_d2, idx = nearest_neighbors(d2, n_neighbors, include_self=include_self)  # absent: at inf
-    if scale is None:
-        scale = present_neighbor_scale(knn_d2, present, scale_neighbor or n_neighbors)
-    values = jnp.exp(-knn_d2 / (bandwidth_factor * jnp.square(scale)))  # exp(-inf) = 0: no edge
-    w = jnp.zeros((m, m), x.dtype).at[jnp.arange(m)[:, None], idx].set(values.astype(x.dtype))
-    w = w * (1.0 - jnp.eye(m, dtype=w.dtype))
     return symmetrize(w, symmetrize_how)

@@ -25,7 +25,7 @@ from flax import nnx
 
 from specrage_jax.config import GraphConfig
 from specrage_jax.nets.state import SpecRaGEState, adam_optimizer
-from specrage_jax.ops.affinity import knn_gaussian_affinity, masked_knn_gaussian_affinity
+from specrage_jax.ops.affinity import knn_gaussian_affinity
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
 from specrage_jax.ops.ortho import orthonormalizer
 from specrage_jax.ops.weights import view_weight_regularizer
@@ -89,24 +89,22 @@ def batch_affinities(
     codes: Sequence[jax.Array], view_scales: jax.Array, graph: GraphConfig, mask: jax.Array | None = None
 ) -> jax.Array:
     """W^(v) for every view of a batch: V arrays (m, c_v) -> (V, m, m); with ``mask`` (m, V)
-    each view's graph among the rows that have it (:func:`masked_knn_gaussian_affinity`)."""
+    each view's graph among the rows that have it."""
     per_batch = graph.scale_mode == "batch"
     if graph.scale_mode not in ("batch", "global"):
         raise ValueError(f"graph.scale_mode must be 'global' or 'batch', got {graph.scale_mode!r}")
-    options: dict[str, Any] = {
-        "scale_neighbor": graph.sigma_neighbor,
-        "bandwidth_factor": graph.bandwidth_factor,
-        "include_self": graph.include_self,
-        "symmetrize_how": graph.symmetrize,
-    }
-    scales = [None if per_batch else view_scales[v] for v in range(len(codes))]
-    if mask is None:
-        return jnp.stack(
-            [knn_gaussian_affinity(x, graph.n_neighbors, scales[v], **options) for v, x in enumerate(codes)]
-        )
     return jnp.stack(
         [
-            masked_knn_gaussian_affinity(x, mask[:, v], graph.n_neighbors, scales[v], **options)
+            knn_gaussian_affinity(
+                x,
+                graph.n_neighbors,
+                None if per_batch else view_scales[v],
+                scale_neighbor=graph.sigma_neighbor,
+                bandwidth_factor=graph.bandwidth_factor,
+                include_self=graph.include_self,
+                symmetrize_how=graph.symmetrize,
+                present=None if mask is None else mask[:, v],
+            )
             for v, x in enumerate(codes)
         ]
     )
