@@ -125,7 +125,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
 
     Missing views (transform, predict, view_weights): a view given as an all-NaN row for a
     sample, or marked False in ``mask`` (n, V), is left out of that sample's fusion (weight 0,
-    the others renormalized). Training data must be complete.
+    the others renormalized). ``fit`` takes the same forms (training on incomplete data).
     """
 
     def __init__(
