@@ -137,6 +137,11 @@ def summarize(runs: list[dict[str, Any]], fractions: list[float]) -> dict[str, A
     return summary
 
 
+def recorded_fractions(runs: list[dict[str, Any]]) -> list[float]:
+    """Every p > 0 with a run in the file (a resumed file keeps the fractions of earlier calls)."""
+    return sorted({r["fraction"] for r in runs} - {0.0})
+
+
 def plot(path: Path, dataset: str, summary: dict[str, Any]) -> None:
     import matplotlib
 
@@ -169,6 +174,23 @@ def plot(path: Path, dataset: str, summary: dict[str, Any]) -> None:
     plt.close(fig)
 
 
+def write_results(path: Path, dataset: str, overrides: list[str], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Writes the runs and their summary (atomic replace); returns the summary."""
+    summary = summarize(runs, recorded_fractions(runs))
+    payload = {
+        "dataset": dataset,
+        "protocol": __doc__,
+        "overrides": overrides,
+        "environment": environment_info(),
+        "runs": runs,
+        "summary": summary,
+    }
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=1))
+    tmp.replace(path)
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=["handwritten", "bdgp"])
@@ -198,18 +220,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append({"fraction": p, "seed": seed, **cell})
                 shown = ", ".join(f"{m} {cell[m]['acc']:.4f}" for m in METHODS if m in cell)
                 print(f"{dataset} p={p:.1f} seed {seed}: test ACC {shown}", flush=True)
-                payload = {
-                    "dataset": dataset,
-                    "protocol": __doc__,
-                    "overrides": args.overrides,
-                    "environment": environment_info(),
-                    "runs": runs,
-                    "summary": summarize(runs, [f for f in fractions if f > 0]),
-                }
-                tmp = path.with_suffix(".json.tmp")
-                tmp.write_text(json.dumps(payload, indent=1))
-                tmp.replace(path)
-        summary = summarize(runs, [f for f in fractions if f > 0])
+                write_results(path, dataset, args.overrides, runs)  # after every run: a killed run keeps them
+        summary = write_results(path, dataset, args.overrides, runs)
         plot(path.with_suffix(".png"), dataset, summary)
         print(f"wrote {path} and {path.with_suffix('.png')}")
     return 0
