@@ -47,6 +47,7 @@ from specrage_jax.ops.spectral import present_pairs_laplacian_eigenvectors
 from specrage_jax.runs.experiment import evaluate_state, train_on_splits
 from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain, resolve_run_defaults
 from specrage_jax.runs.records import environment_info
+from specrage_jax.validation import missing_rows
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("specrage", "complete_only", "mean_impute", "se_present_pairs")
@@ -85,7 +86,7 @@ def spectral_baseline(
 ) -> dict[str, Any]:
     """Exact SE of the test split's present-pairs graph, k-means on its (unit) rows as the preset clusters."""
     start = time.perf_counter()
-    present = np.stack([~np.isnan(np.asarray(x)).all(axis=1) for x in graph_inputs], axis=1)
+    present = np.stack([~missing_rows(np.asarray(x)) for x in graph_inputs], axis=1)
     k = config.model.n_components
     _, vectors = present_pairs_laplacian_eigenvectors(graph_inputs, present, k, config.graph)
     if config.model.output_rows == "unit":

@@ -154,7 +154,13 @@ def with_missing_rows(views: Sequence[np.ndarray], mask: Any = None, *, what: st
     present = view_presence(views, mask, what=what)
     if present.all():
         return tuple(views)
-    return tuple(np.where(present[:, v, None], x, np.asarray(np.nan, x.dtype)) for v, x in enumerate(views))
+    return fill_missing_rows(views, present, np.nan)
+
+
+def fill_missing_rows(arrays: Sequence[np.ndarray], present: np.ndarray, value: float) -> tuple[np.ndarray, ...]:
+    """Copies of V arrays (n, d_v) with the rows where ``present`` (n, V) is False set to ``value``
+    (NaN marks a missing view; 0 is what the jitted steps are given in its place)."""
+    return tuple(np.where(present[:, v, None], x, np.asarray(value, x.dtype)) for v, x in enumerate(arrays))
 
 
 def check_view_coverage(views: Sequence[Any], n_neighbors: int, *, what: str = "training rows") -> None:

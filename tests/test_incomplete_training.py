@@ -312,3 +312,19 @@ def test_the_incomplete_data_script_writes_every_method_and_the_figure(tmp_path)
     for method in module.METHODS:
         assert 0.0 <= cells[0.5][method]["acc"] <= 1.0
     assert (tmp_path / "incomplete_blobs.png").stat().st_size > 1000
+
+
+def test_the_shared_training_path_names_a_sparse_view_in_either_scale_mode():
+    """train_model (the estimator's and the CLI's path) checks coverage itself, so per-batch
+    sigma (no global scale estimate) is refused alike."""
+    from specrage_jax.config import ExperimentConfig
+    from specrage_jax.training.initial_state import train_model
+
+    views = clustered_views(60, 11)
+    views[0][3:] = np.nan  # view 0 on three samples
+    for mode in ("batch", "global"):
+        config = ExperimentConfig(
+            model=MODEL, graph=dataclasses.replace(GRAPH, scale_mode=mode), train=dataclasses.replace(TRAIN, epochs=1)
+        )
+        with pytest.raises(ValueError, match=r"view 0 is present on only 3 of the 60 training rows"):
+            train_model(views, [v[:0] for v in views], config, seed=0)

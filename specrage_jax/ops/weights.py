@@ -26,6 +26,8 @@ def _kl_to_uniform(p: jax.Array) -> jax.Array:
     return jnp.sum(jnp.where(p > 0, p * jnp.log(n_views * safe), 0.0), axis=-1)
 
 
+# With every view present the penalties keep _kl_to_uniform's arithmetic (V p, not p / (1/V)), so
+# complete data trains bitwise as before; _kl serves the per-sample targets of incomplete data.
 def _kl(p: jax.Array, q: jax.Array) -> jax.Array:
     """sum_v p_v log(p_v / q_v) over the last axis, with 0 log 0 = 0. p, q: (..., V) -> (...)."""
     positive = p > 0
@@ -33,11 +35,9 @@ def _kl(p: jax.Array, q: jax.Array) -> jax.Array:
     return jnp.sum(jnp.where(positive, p * jnp.log(ratio), 0.0), axis=-1)
 
 
-def uniform_over_present(view_weights: jax.Array, present: jax.Array | None = None) -> jax.Array:
-    """Each sample's uniform weights over the views it has: (m, V), 1/V everywhere when
-    ``present`` (m, V) bool is None; 1/V_i on the V_i present views and 0 elsewhere otherwise."""
-    if present is None:
-        return jnp.full_like(view_weights, 1.0 / view_weights.shape[-1])
+def uniform_over_present(view_weights: jax.Array, present: jax.Array) -> jax.Array:
+    """Each sample's uniform weights over the views it has: (m, V), 1/V_i on its V_i present
+    views (``present`` (m, V) bool) and 0 elsewhere."""
     chex.assert_equal_shape([view_weights, present])
     mask = present.astype(view_weights.dtype)
     return mask / jnp.maximum(jnp.sum(mask, axis=-1, keepdims=True), 1.0)

@@ -69,7 +69,7 @@ from specrage_jax.training.distributed import barrier, host_local, is_primary
 from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.loop import History
 from specrage_jax.training.pretrained import load_pretrained_nets, save_pretrained_nets
-from specrage_jax.validation import check_training_sizes
+from specrage_jax.validation import check_training_sizes, check_view_coverage
 
 
 def train_on_splits(
@@ -425,6 +425,7 @@ def train_and_evaluate(
         n_test=len(splits.test_labels),
         what=f"dataset {dataset!r}",
     )
+    check_view_coverage(splits.train, config.graph.n_neighbors)  # before pre-training on those rows
     if report is not None:
         report(resolved, stage_plan(config, n_train=len(splits.train_labels), n_views=len(data.view_dims)))
     train_start = time.perf_counter()
@@ -481,8 +482,9 @@ def train_and_evaluate(
         "resolved_defaults": resolved,
         "environment": environment_info(),
     }
-    if isinstance(data, MultiViewData) and not data.present.all():
-        result["missing_views"] = {"fraction_missing": (1.0 - data.present.mean(axis=0)).tolist()}
+    present = data.present if isinstance(data, MultiViewData) else None
+    if present is not None and not present.all():
+        result["missing_views"] = {"fraction_missing": (1.0 - present.mean(axis=0)).tolist()}
     if isinstance(data, StreamedViews):  # i.e. streamed
         result["stream"] = {"directory": str(data.source.directory), "storage_dtype": data.source.meta["dtype"]}
     return RunOutputs(result=result, state=state, pretrained=pretrained, evaluation=evaluation, config=config)

@@ -16,7 +16,7 @@ from specrage_jax.data.lazy import is_streamed
 from specrage_jax.nets.state import SpecRaGEState, create_state
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.loop import History, estimate_view_scales, fit
-from specrage_jax.validation import present_rows
+from specrage_jax.validation import check_view_coverage, present_rows
 
 
 def constant_views(arrays: Sequence[Any]) -> list[bool]:
@@ -88,6 +88,7 @@ def train_model(
     ``checkpointer`` saves training checkpoints; with ``resume`` training continues from its
     newest readable one (from scratch, with a warning, when there is none).
     """
+    check_view_coverage(train_views, config.graph.n_neighbors)  # views missing for many samples
     state = initial_state(train_views, config, seed=seed, train_codes=train_codes)
     progress = None
     if resume:

@@ -46,7 +46,15 @@ from specrage_jax.training.steps import (
     full_batch_step,
     train_step,
 )
-from specrage_jax.validation import as_view_arrays, check_view_dims, has_no_rows, present_rows, view_presence
+from specrage_jax.validation import (
+    as_view_arrays,
+    check_view_coverage,
+    check_view_dims,
+    fill_missing_rows,
+    has_no_rows,
+    present_rows,
+    view_presence,
+)
 
 
 @dataclass(frozen=True)
@@ -183,17 +191,13 @@ def estimate_view_scales(codes: Sequence[np.ndarray], graph: GraphConfig, batch_
     Raises:
       ValueError: naming the view whose sampled points all coincide with their neighbours.
     """
+    check_view_coverage(codes, graph.n_neighbors)
     rng = np.random.default_rng(seed)
     scales = []
     for v, x in enumerate(codes):
         x = present_rows(x)
         n = x.shape[0]
         m = min(batch_size, n)
-        if m <= graph.n_neighbors:
-            raise ValueError(
-                f"view {v}: only {n} training rows have this view, too few for {graph.n_neighbors} "
-                f"neighbours; lower graph.n_neighbors or provide more samples with view {v}"
-            )
         dists = []
         for _ in range(1 if m >= n else graph.scale_sample_batches):
             idx = rng.choice(n, size=m, replace=False)
@@ -244,8 +248,7 @@ def missing_view_mask(views: Sequence[np.ndarray], *, what: str) -> tuple[tuple[
     present = view_presence(views, what=what)
     if present.all():
         return tuple(views), None
-    filled = tuple(np.where(present[:, v, None], x, np.zeros((), x.dtype)) for v, x in enumerate(views))
-    return filled, present
+    return fill_missing_rows(views, present, 0.0), present
 
 
 def check_training_inputs(
@@ -282,9 +285,7 @@ def _codes_of_present_rows(
     """Validated graph codes; where a view is missing (``mask`` False) the row is set to 0
     whatever it holds (NaN, or a code computed from a placeholder row): no graph uses it."""
     arrays = as_view_arrays(codes, what=what, allow_missing=mask is not None)
-    if mask is None:
-        return arrays
-    return tuple(np.where(mask[:, v, None], c, np.zeros((), c.dtype)) for v, c in enumerate(arrays))
+    return arrays if mask is None else fill_missing_rows(arrays, mask, 0.0)
 
 
 def fit(
