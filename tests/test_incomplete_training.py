@@ -25,7 +25,7 @@ from specrage_jax.ops.spectral import present_pairs_laplacian_eigenvectors
 from specrage_jax.ops.weights import weight_balance_penalty, weight_entropy_penalty
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.loop import fit, missing_view_mask
-from specrage_jax.training.steps import Batch, edge_graph, train_step
+from specrage_jax.training.steps import Batch, edge_graph, grad_step, ortho_step, train_step
 
 
 def numpy_masked_affinity(x: np.ndarray, present: np.ndarray, l: int, c: float = 2.0) -> np.ndarray:
@@ -175,6 +175,38 @@ def test_a_step_on_a_batch_with_a_view_on_fewer_than_l_plus_one_rows_is_finite()
     assert weights[1] < 0.5  # rows without view 1 weigh it 0
 
 
+def masked_batch(views: list[np.ndarray], mask: np.ndarray, filler: float) -> Batch:
+    """The views with the rows ``mask`` marks missing set to ``filler``, and the mask."""
+    rows = tuple(jnp.asarray(np.where(mask[:, v, None], x, np.float32(filler))) for v, x in enumerate(views))
+    return Batch(views=rows, mask=jnp.asarray(mask))
+
+
+def test_the_gradient_through_r_inv_uses_the_ortho_batch_mask():
+    """ortho_step then grad_step (with ortho_views and ortho_mask) equals train_step, and the
+    values behind a missing row of the orthogonalization batch change nothing."""
+    state_of = lambda: create_state(  # noqa: E731
+        [2, 2], MODEL, GRAPH, OrthoConfig(grad_through_r_inv=True), learning_rate=1e-3, seed=0
+    )
+    rng = np.random.default_rng(12)
+    ortho_mask, grad_mask = rng.random((32, 2)) < 0.7, rng.random((32, 2)) < 0.7
+    ortho_mask[:, 0] |= ~ortho_mask.any(axis=1)
+    grad_mask[:, 0] |= ~grad_mask.any(axis=1)
+    ortho_views, grad_views = clustered_views(32, 13), clustered_views(32, 14)
+    grad_batch = masked_batch(grad_views, grad_mask, 0.0)
+    results = []
+    for filler in (0.0, 1e3):  # what a missing row holds must not matter
+        ortho_batch = masked_batch(ortho_views, ortho_mask, filler)
+        fused, _ = train_step(state_of(), ortho_batch, grad_batch)
+        split = ortho_step(state_of(), ortho_batch)
+        split, _ = grad_step(split, grad_batch._replace(ortho_views=ortho_batch.views, ortho_mask=ortho_batch.mask))
+        for a, b in zip(jax.tree.leaves(fused.params), jax.tree.leaves(split.params)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+        results.append(fused)
+    for a, b in zip(jax.tree.leaves(results[0].params), jax.tree.leaves(results[1].params)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(results[0].r_inv), np.asarray(results[1].r_inv), rtol=1e-5, atol=1e-6)
+
+
 def test_fit_builds_masks_only_for_incomplete_data():
     views = clustered_views(40, 0)
     assert missing_view_mask(views, what="train_views")[1] is None
@@ -236,6 +268,22 @@ def test_complete_data_with_an_all_true_mask_is_bitwise_the_complete_fit():
     masked = SpecRaGE(**ESTIMATOR).fit(views, mask=np.ones((120, 2), bool))
     np.testing.assert_array_equal(plain.transform(views), masked.transform(views))
     np.testing.assert_array_equal(plain.labels_, masked.labels_)
+
+
+def test_score_takes_incomplete_data_as_nan_rows_or_a_mask():
+    complete = clustered_views(120, 15)
+    incomplete = drop_views(complete, 0.4, 16)
+    mask = np.stack([~np.isnan(x).all(axis=1) for x in incomplete], axis=1)
+    model = SpecRaGE(**ESTIMATOR).fit(complete)
+    by_nan = model.score(incomplete)
+    assert np.isfinite(by_nan)
+    assert model.score(complete, mask=mask) == by_nan  # values behind a masked row are ignored
+    assert by_nan != model.score(complete)  # and the graph is the present rows' graph
+    assert model.score(complete, mask=np.ones((120, 2), bool)) == model.score(complete)
+    for x in incomplete:
+        x[5] = np.nan
+    with pytest.raises(ValueError, match="X: sample 5 has every view missing"):
+        model.score(incomplete)
 
 
 def test_the_estimator_names_a_view_present_on_too_few_training_rows():

@@ -67,7 +67,14 @@ from specrage_jax.training.pretrained import (
     pretrained_trees,
     restore_pretrained,
 )
-from specrage_jax.validation import check_finite_view, check_training_sizes, check_view_coverage, with_missing_rows
+from specrage_jax.validation import (
+    as_view_arrays,
+    check_training_sizes,
+    check_view_coverage,
+    fill_missing_rows,
+    view_presence,
+    with_missing_rows,
+)
 
 _DEFAULT = ExperimentConfig.auto()
 
@@ -352,27 +359,30 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         """Per-sample view weights alpha (n, V), rows on the simplex; a missing view's is 0."""
         return self._embed(Xs, mask)[1]
 
-    def score(self, Xs: Any, y: Any = None) -> float:
+    def score(self, Xs: Any, y: Any = None, mask: Any = None) -> float:
         """Negative Eq. 4 loss of Xs (higher is better), averaged over consecutive batches of
-        min(batch_size, n) rows with the stored R^-1 and the training sigmas. Xs must be complete.
+        min(batch_size, n) rows with the stored R^-1 and the training sigmas.
+
+        Incomplete Xs (all-NaN rows, or ``mask`` (n, V) False) is scored as training measured
+        it: each view's kNN graph among the rows that have it, its term over its present pairs.
 
         Raises:
-          ValueError: when Xs has no more than n_neighbors rows (no kNN graph), or holds NaN.
+          ValueError: when Xs has no more than n_neighbors rows (no kNN graph), a row with only
+            some NaN or an infinite value (naming the view), or a sample with no view at all.
         """
         check_is_fitted(self)
-        views = self._input_views(Xs)
-        for v, x in enumerate(views):
-            check_finite_view(x, name=f"X: view {v}")
-        present = np.ones((views[0].shape[0], len(views)), dtype=bool)
-        views = model_inputs(views, present, scalers=self.scalers_, encoders=self.autoencoders_)
-        n = views[0].shape[0]
+        views = as_view_arrays(self._input_views(Xs), what="X", allow_missing=True)
+        present = view_presence(views, mask, what="X")
+        inputs = model_inputs(views, present, scalers=self.scalers_, encoders=self.autoencoders_)
+        n = inputs[0].shape[0]
         l = self.config_.graph.n_neighbors
         if n <= l:
             raise ValueError(f"score needs more than n_neighbors={l} samples to build the kNN graph, got n_samples={n}")
         codes = None
         if self.siamese_nets_ is not None:
-            codes = tuple(net.encode(x) for net, x in zip(self.siamese_nets_, views))
-        return -float(validation_loss(self.state_, views, codes, self.config_.train.batch_size))
+            codes = fill_missing_rows([net.encode(x) for net, x in zip(self.siamese_nets_, inputs)], present, 0.0)
+        loss_mask = None if present.all() else present  # complete data: the complete-data path
+        return -float(validation_loss(self.state_, inputs, codes, self.config_.train.batch_size, mask=loss_mask))
 
     @property
     def _n_features_out(self) -> int:
