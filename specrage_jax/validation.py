@@ -97,9 +97,17 @@ def has_no_rows(views: Sequence[Any]) -> bool:
     return len(views) > 0 and all(np.ndim(v) == 2 and np.shape(v)[0] == 0 for v in views)
 
 
+def is_row_source(x: Any) -> bool:
+    """True for a view streamed from disk (``data.lazy.MemmapRows``, marked ``streamed``)."""
+    return getattr(x, "streamed", False) is True
+
+
 def missing_rows(x: Any) -> np.ndarray:
-    """(n,) bool: the rows of one in-memory view (n, d) that are all NaN, i.e. a view the sample
-    does not have. Views that are not NumPy arrays (e.g. streamed from disk) have none."""
+    """(n,) bool: the rows of one view (n, d) that are all NaN, i.e. a view the sample does not
+    have. A view streamed from disk answers from its dataset's mask (``present()``), unread;
+    other inputs that are not NumPy arrays have none."""
+    if is_row_source(x):
+        return ~np.asarray(x.present(), dtype=bool)
     if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.ndim != 2 or x.shape[1] == 0:
         return np.zeros(len(x), bool)
     return np.asarray(np.isnan(x).all(axis=1))
@@ -107,9 +115,11 @@ def missing_rows(x: Any) -> np.ndarray:
 
 def present_rows(x: Any) -> Any:
     """The rows of one view (n, d) that the samples have (not all NaN); ``x`` itself when no row
-    is missing."""
+    is missing. A view streamed from disk gives a row source over those rows, unread (``take``)."""
     missing = missing_rows(x)
-    return x[~missing] if missing.any() else x
+    if not missing.any():
+        return x
+    return x.take(np.flatnonzero(~missing)) if is_row_source(x) else x[~missing]
 
 
 def view_presence(views: Sequence[np.ndarray], mask: Any = None, *, what: str = "views") -> np.ndarray:

@@ -11,6 +11,9 @@ by accident.
 :class:`StreamedViews` is a labelled multi-view dataset whose views are :class:`MemmapRows` over a
 :class:`~specrage_jax.data.stream.MemmapViews` (labels, 8 bytes a sample, are in memory);
 :meth:`StreamedViews.subset` splits it into index sets over the files, not copies.
+
+A sample that lacks a view reads back as an all-NaN row, as in memory; :meth:`MemmapRows.present`
+and :func:`streamed_mask` read the dataset's mask alone, without the views' data.
 """
 
 from __future__ import annotations
@@ -23,13 +26,15 @@ import numpy as np
 
 from specrage_jax.data.stream import MemmapViews
 from specrage_jax.data.stream_cache import files_crc32
+from specrage_jax.validation import is_row_source
 
 
 @dataclass(frozen=True, eq=False)
 class MemmapRows:
     """Rows ``index`` (sorted (m,) int64 file rows) of view ``view`` of ``source``, read on demand.
 
-    Row i of this object is file row ``index[i]``; gathered rows are float32 (m, d).
+    Row i of this object is file row ``index[i]``; gathered rows are float32 (m, d), all NaN
+    where the sample lacks the view (:meth:`present`).
     ``streamed`` marks row sources for the modules that must not import ``data``
     (``train.is_streamed``, ``embed``).
     """
@@ -90,9 +95,14 @@ class MemmapRows:
         return np.where(array < 0, array + n, array)
 
     def gather(self, file_rows: np.ndarray) -> np.ndarray:
-        """float32 file rows ``file_rows`` (sorted, distinct (m,) int64) of the view: (m, d).
-        Every read of this object goes through here."""
+        """float32 file rows ``file_rows`` (sorted, distinct (m,) int64) of the view: (m, d), all
+        NaN where the sample lacks the view. Every read of this object goes through here."""
         return self.source.view_rows(self.view, file_rows)
+
+    def present(self) -> np.ndarray:
+        """(m,) bool: whether each row's sample has this view (the dataset's mask; all True
+        without one). Reads no view data."""
+        return self.source.present(self.view, self.index)
 
     def __getitem__(self, key: Any) -> np.ndarray:
         """The rows ``key`` selects, in that order (duplicates repeated): float32 (m, d); an int
@@ -116,7 +126,7 @@ class MemmapRows:
 
 def is_streamed(views: Sequence[Any]) -> bool:
     """True when ``views`` are row sources read on demand (:class:`MemmapRows`), False for arrays."""
-    return any(getattr(v, "streamed", False) is True for v in views)
+    return any(is_row_source(v) for v in views)
 
 
 @dataclass(frozen=True)
@@ -206,3 +216,20 @@ def check_streamed_views(views: Sequence[Any], *, what: str) -> tuple[Any, ...]:
     if rows == {0}:
         raise ValueError(f"{what}: the views have no rows")
     return tuple(views)
+
+
+def streamed_mask(views: Sequence[Any], *, what: str) -> np.ndarray | None:
+    """(m, V) bool of V row sources (m rows each), True where the sample has view v, read from
+    the datasets' masks without reading view data; None when every row has every view (so
+    complete data takes the complete-data path, as ``loop.missing_view_mask``).
+
+    Raises:
+      ValueError: naming the first row that has no view at all.
+    """
+    present = np.stack([np.asarray(v.present(), dtype=bool) for v in views], axis=1)
+    if present.all():
+        return None
+    empty = np.flatnonzero(~present.any(axis=1))
+    if empty.size:
+        raise ValueError(f"{what}: sample {int(empty[0])} has every view missing ({empty.size} such samples)")
+    return present

@@ -7,10 +7,20 @@ On-disk layout of a directory::
 
     view_0.npy ... view_{V-1}.npy   (n, d_v) C-order, float32 (default) or float16
     labels.npy                      (n,) int64, optional
+    mask.npy                        (n, V) bool, True = sample i has view v; only when some
+                                    sample lacks a view
     meta.json                       written last; a directory without it is incomplete
 
-meta.json records n, view_dims, dtype, the CRC32 of every file's data bytes ("crc32", views then
-labels) and, for a cache (``build_views_cache``), the parameters it was generated from ("source").
+meta.json records n, view_dims, dtype, whether there is a mask ("mask"; a directory without the
+key has none), the CRC32 of every file's data bytes ("crc32", views, then labels, then mask) and,
+for a cache (``build_views_cache``), the parameters it was generated from ("source").
+
+Missing views: the writer takes a row that is all NaN in view v as "this sample lacks view v"
+(the library's one form of a missing view), stores zeros in its place and records it in
+mask.npy; the reader gives that row back all NaN. Rows with only some NaN, any inf, or a sample
+lacking every view are refused. A complete dataset writes no mask.npy, so its files and CRC32s
+are those of the format before masks. mask.npy (a byte per sample and view) is read through its
+memory map.
 
 Storage dtype: float32 by default, so a round trip is exact. float16 halves the disk and page
 cache footprint (1M x two 784-d views: 3.1 GB instead of 6.3 GB) at a relative rounding error
@@ -57,6 +67,8 @@ import numpy as np
 FORMAT = "specrage_jax.memmap_views"
 META_FILE = "meta.json"
 LABELS_FILE = "labels.npy"
+MASK_FILE = "mask.npy"
+FORMAT_VERSION = 2  # 2: mask.npy (written only when some sample lacks a view); 1: no mask
 STORAGE_DTYPES = ("float32", "float16")
 T = TypeVar("T")
 
@@ -99,11 +111,44 @@ def check_chunk(views: Sequence[np.ndarray], view_dims: Sequence[int], index: in
     return rows[0]
 
 
-def _to_storage(x: np.ndarray, dtype: np.dtype, v: int, index: int) -> tuple[np.ndarray, float]:
-    """(C-contiguous x in the storage dtype, max |stored - x|); ValueError for non-finite values."""
-    x = np.asarray(x)
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"chunk {index}, view {v}: non-finite values (NaN or inf) cannot be stored")
+def view_presence_of_chunk(x: np.ndarray, v: int, index: int) -> np.ndarray:
+    """(rows,) bool of view v of chunk ``index``: False where the row is all NaN (the sample lacks
+    the view). ValueError naming chunk and view for rows with only some NaN, or any inf."""
+    finite = np.isfinite(x)
+    if finite.all():
+        return np.ones(x.shape[0], dtype=bool)
+    missing = np.isnan(x).all(axis=1)
+    bad = np.flatnonzero(~finite.all(axis=1) & ~missing)
+    if bad.size:
+        raise ValueError(
+            f"chunk {index}, view {v}: non-finite values (NaN or inf) cannot be stored in rows "
+            f"{bad[:5].tolist()} (a view the sample lacks must be NaN in every feature of its row)"
+        )
+    return ~missing
+
+
+def chunk_presence(views: Sequence[np.ndarray], index: int) -> np.ndarray:
+    """(rows, V) bool of one chunk, True where the sample has view v (its row is not all NaN).
+
+    Raises:
+      ValueError: naming chunk and view (partial-NaN rows, inf), or chunk and row for a sample
+        that lacks every view.
+    """
+    present = np.stack([view_presence_of_chunk(x, v, index) for v, x in enumerate(views)], axis=1)
+    empty = np.flatnonzero(~present.any(axis=1))
+    if empty.size:
+        raise ValueError(
+            f"chunk {index}, row {int(empty[0])}: every view is missing (all-NaN rows; {empty.size} such "
+            f"rows in the chunk, first {empty[:5].tolist()}); a sample needs at least one view"
+        )
+    return present
+
+
+def _to_storage(x: np.ndarray, dtype: np.dtype, v: int, index: int, present: np.ndarray) -> tuple[np.ndarray, float]:
+    """(C-contiguous x in the storage dtype with the rows where ``present`` (rows,) is False set
+    to 0, max |stored - x| over the other rows); ValueError for values beyond float16."""
+    if not present.all():
+        x = np.where(present[:, None], x, np.zeros((), x.dtype))
     if dtype == x.dtype:
         return np.ascontiguousarray(x), 0.0
     largest = float(np.max(np.abs(x), initial=0.0))
@@ -113,6 +158,31 @@ def _to_storage(x: np.ndarray, dtype: np.dtype, v: int, index: int) -> tuple[np.
         )
     stored = np.ascontiguousarray(x, dtype=dtype)
     return stored, float(np.max(np.abs(stored.astype(np.float64) - x), initial=0.0))
+
+
+def _open_files(
+    folder: Path, n: int, view_dims: Sequence[int], storage: np.dtype, with_labels: bool
+) -> tuple[list[Any], list[Path]]:
+    """The files of a dataset opened for writing with their ``.npy`` headers written: the views,
+    the labels (with ``with_labels``), then the mask."""
+    paths = [folder / view_file(v) for v in range(len(view_dims))]
+    headers = [npy_header((n, int(d)), storage) for d in view_dims]
+    if with_labels:
+        paths.append(folder / LABELS_FILE)
+        headers.append(npy_header((n,), np.dtype(np.int64)))
+    paths.append(folder / MASK_FILE)
+    headers.append(npy_header((n, len(view_dims)), np.dtype(np.bool_)))
+    files = [open(p, "wb") for p in paths]
+    for f, header in zip(files, headers):
+        f.write(header)
+    return files, paths
+
+
+def _append(f: Any, array: np.ndarray, crc: int) -> int:
+    """Writes the bytes of the C-contiguous ``array`` to ``f``; returns the running CRC32."""
+    data_bytes = memoryview(array).cast("B")  # type: ignore[arg-type]  # numpy stubs: ndarray is a Buffer only on Python>=3.12
+    f.write(data_bytes)
+    return zlib.crc32(data_bytes, crc)
 
 
 def write_views_memmap(
@@ -139,12 +209,18 @@ def write_views_memmap(
       source: JSON-serializable parameters the data were generated from, kept in meta.json as
         "source" (``build_views_cache`` compares them before reusing a cache).
 
+    A row that is all NaN in view v marks a sample that lacks view v: zeros are stored in its
+    place and mask.npy records it (the module doc). With no view missing anywhere, no mask.npy
+    is written.
+
     Returns:
-      The metadata written to meta.json (n, view_dims, dtype, labels, max_abs_error per view).
+      The metadata written to meta.json (n, view_dims, dtype, labels, mask, max_abs_error per
+      view, crc32).
 
     Raises:
-      ValueError: naming the chunk and view for a wrong width, unequal row counts, non-finite
-        values, values beyond float16, or a total other than n. The partial files are removed.
+      ValueError: naming the chunk and view for a wrong width, unequal row counts, rows with only
+        some NaN or any inf, values beyond float16, or a total other than n; naming the chunk and
+        row for a sample that lacks every view. The partial files are removed.
     """
     if dtype not in STORAGE_DTYPES:
         raise ValueError(f"dtype must be one of {STORAGE_DTYPES}, got {dtype!r}")
@@ -154,12 +230,11 @@ def write_views_memmap(
     folder.mkdir(parents=True, exist_ok=True)
     (folder / META_FILE).unlink(missing_ok=True)  # the directory is incomplete until the end
     storage = np.dtype(dtype)
-    iterator = iter(chunks)
     files: list[Any] = []
     paths: list[Path] = []
-    written, errors, crcs = 0, [], []
+    written, errors, crcs, any_missing = 0, [], [], False
     try:
-        for index, item in enumerate(iterator):
+        for index, item in enumerate(chunks):
             views, labels = item if with_labels else (item, None)
             views = tuple(views)
             if view_dims is None:
@@ -170,30 +245,25 @@ def write_views_memmap(
             if written + rows > n:
                 raise ValueError(f"chunk {index}: the chunks give more than n={n} rows ({written} + {rows})")
             if not files:
-                paths = [folder / view_file(v) for v in range(len(view_dims))] + (
-                    [folder / LABELS_FILE] if with_labels else []
-                )
-                files = [open(p, "wb") for p in paths]
-                for f, d in zip(files, view_dims):
-                    f.write(npy_header((n, int(d)), storage))
-                if with_labels:
-                    files[-1].write(npy_header((n,), np.dtype(np.int64)))
-                errors = [0.0] * len(view_dims)
-                crcs = [0] * len(files)
+                files, paths = _open_files(folder, n, view_dims, storage, with_labels)
+                errors, crcs = [0.0] * len(view_dims), [0] * len(files)
+            views = tuple(np.asarray(x) for x in views)
+            present = chunk_presence(views, index)
+            any_missing = any_missing or not present.all()
             for v, x in enumerate(views):
-                stored, error = _to_storage(x, storage, v, index)
-                data_bytes = memoryview(stored).cast("B")  # type: ignore[arg-type]  # numpy stubs: ndarray is a Buffer only on Python>=3.12
-                files[v].write(data_bytes)
-                crcs[v] = zlib.crc32(data_bytes, crcs[v])
+                stored, error = _to_storage(x, storage, v, index, present[:, v])
+                crcs[v] = _append(files[v], stored, crcs[v])
                 errors[v] = max(errors[v], error)
             if with_labels:
-                labels64 = np.ascontiguousarray(labels, dtype=np.int64)
-                label_bytes = memoryview(labels64).cast("B")  # type: ignore[arg-type]  # numpy stubs: ndarray is a Buffer only on Python>=3.12
-                files[-1].write(label_bytes)
-                crcs[-1] = zlib.crc32(label_bytes, crcs[-1])
+                crcs[-2] = _append(files[-2], np.ascontiguousarray(labels, dtype=np.int64), crcs[-2])
+            crcs[-1] = _append(files[-1], np.ascontiguousarray(present), crcs[-1])
             written += rows
         if written != n:
             raise ValueError(f"the chunks gave {written} rows, expected n={n}")
+        if not any_missing:  # a complete dataset: the files of a format without masks
+            files.pop().close()
+            paths.pop().unlink()
+            crcs.pop()
         for f in files:
             f.flush()
             if sync:
@@ -209,11 +279,12 @@ def write_views_memmap(
     assert view_dims is not None  # written == n >= 1, so the first chunk set it
     meta = {
         "format": FORMAT,
-        "version": 1,
+        "version": FORMAT_VERSION if any_missing else 1,
         "n": int(n),
         "view_dims": [int(d) for d in view_dims],
         "dtype": dtype,
         "labels": bool(with_labels),
+        "mask": any_missing,
         "max_abs_error": errors,
         "crc32": [f"{c:08x}" for c in crcs],
     }
@@ -282,6 +353,9 @@ class MemmapViews:
         ``rows`` is how batches are read).
       labels: (n,) int64 or None (memory-mapped).
       meta: the contents of meta.json.
+      mask: (n, V) bool, True where sample i has view v (memory-mapped), or None when every
+        sample has every view. ``views`` hold zeros where it is False; ``view_rows`` and
+        ``rows`` return all-NaN rows there, the library's one form of a missing view.
     """
 
     directory: Path
@@ -291,6 +365,7 @@ class MemmapViews:
     mappings: tuple[mmap.mmap, ...]
     fds: tuple[int, ...]
     offsets: tuple[int, ...]
+    mask: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -302,19 +377,27 @@ class MemmapViews:
 
     def view_rows(self, v: int, idx: np.ndarray) -> np.ndarray:
         """float32 rows ``idx`` (1-D int, best sorted: one read per run of consecutive rows) of
-        view v, read with preadv: (len(idx), d_v)."""
+        view v, read with preadv: (len(idx), d_v); all NaN where the sample lacks the view."""
         view = self.views[v]
-        return pread_rows(self.fds[v], self.offsets[v], view.shape, view.dtype, idx).astype(np.float32, copy=False)
+        rows = pread_rows(self.fds[v], self.offsets[v], view.shape, view.dtype, idx).astype(np.float32, copy=False)
+        if self.mask is not None:
+            rows[~self.present(v, idx)] = np.nan
+        return rows
+
+    def present(self, v: int, idx: np.ndarray) -> np.ndarray:
+        """(len(idx),) bool: whether the samples ``idx`` (1-D int) have view v (from the mask;
+        all True without one). Reads no view data."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if self.mask is None:
+            return np.ones(idx.shape[0], dtype=bool)
+        return np.array(self.mask[idx, v], dtype=bool)
 
     def rows(self, idx: np.ndarray | slice) -> tuple[np.ndarray, ...]:
         """float32 copies of rows ``idx`` (1-D int array, or a slice) of every view, read with
-        preadv (not through the mapping): V arrays (len(idx), d_v)."""
+        preadv (not through the mapping): V arrays (len(idx), d_v), all-NaN rows for missing views."""
         if isinstance(idx, slice):
             idx = np.arange(*idx.indices(self.n))
-        return tuple(
-            pread_rows(fd, offset, v.shape, v.dtype, idx).astype(np.float32, copy=False)
-            for fd, offset, v in zip(self.fds, self.offsets, self.views)
-        )
+        return tuple(self.view_rows(v, idx) for v in range(len(self.views)))
 
     def release_pages(self) -> None:
         """Unmaps from this process the file pages that reads through ``views`` touched (they stay
@@ -343,7 +426,8 @@ def open_views_memmap(directory: str | Path) -> MemmapViews:
 
     Raises:
       FileNotFoundError: if meta.json is missing (the writer did not finish) or a file is.
-      ValueError: if a file's shape or dtype disagrees with meta.json (naming the view).
+      ValueError: if a file's shape or dtype disagrees with meta.json (naming the view or the
+        mask), or the format version is newer than this library reads.
     """
     folder = Path(directory)
     meta_path = folder / META_FILE
@@ -355,6 +439,11 @@ def open_views_memmap(directory: str | Path) -> MemmapViews:
     meta = json.loads(meta_path.read_text())
     if meta.get("format") != FORMAT:
         raise ValueError(f"{meta_path}: not a {FORMAT} directory (format {meta.get('format')!r})")
+    if int(meta.get("version", 1)) > FORMAT_VERSION:
+        raise ValueError(
+            f"{meta_path}: format version {meta['version']} is newer than this library reads "
+            f"({FORMAT_VERSION}); update specrage_jax"
+        )
     n, storage = meta["n"], np.dtype(meta["dtype"])
     mappings, views, fds, offsets = [], [], [], []
     for v, d in enumerate(meta["view_dims"]):
@@ -372,7 +461,15 @@ def open_views_memmap(directory: str | Path) -> MemmapViews:
         if labels.shape != (n,):
             raise ValueError(f"labels ({folder / LABELS_FILE}): expected ({n},), got {labels.shape}")
         mappings.append(mapping)
-    return MemmapViews(folder, tuple(views), labels, meta, tuple(mappings), tuple(fds), tuple(offsets))
+    mask = None
+    if meta.get("mask", False):  # directories written before masks existed have no key: complete
+        mapping, mask, _ = map_npy(folder / MASK_FILE)
+        if mask.shape != (n, len(views)) or mask.dtype != np.bool_:
+            raise ValueError(
+                f"mask ({folder / MASK_FILE}): expected ({n}, {len(views)}) bool, got {mask.shape} {mask.dtype}"
+            )
+        mappings.append(mapping)
+    return MemmapViews(folder, tuple(views), labels, meta, tuple(mappings), tuple(fds), tuple(offsets), mask)
 
 
 # --- batches ------------------------------------------------------------------------------------

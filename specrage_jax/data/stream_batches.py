@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from specrage_jax.data.stream import MemmapViews, write_views_memmap
+from specrage_jax.validation import missing_rows
 
 T = TypeVar("T")
 
@@ -65,18 +66,27 @@ def map_views_in_chunks(
 ) -> dict:
     """Writes fns[v](view v) for every view, chunk by chunk, as a new dataset in ``out_dir``
     (e.g. an autoencoder encoder per view); labels are copied. Each fn maps float32 rows
-    (r, d_v) -> (r, c_v). Memory: one chunk of inputs and outputs. Returns the new meta."""
+    (r, d_v) -> (r, c_v). A view a sample lacks is an all-NaN input row and comes out an all-NaN
+    row whatever fn makes of it, so the new dataset has the same mask. Memory: one chunk of
+    inputs and outputs. Returns the new meta."""
     if len(fns) != len(data.views):
         raise ValueError(f"map_views_in_chunks: {len(fns)} functions for {len(data.views)} views")
 
     def chunks() -> Iterator[Any]:
         for start in range(0, data.n, chunk_rows):
             rows = slice(start, min(start + chunk_rows, data.n))
-            outputs = tuple(np.asarray(fn(x)) for fn, x in zip(fns, data.rows(rows)))
+            outputs = tuple(missing_stays_missing(np.asarray(fn(x)), x) for fn, x in zip(fns, data.rows(rows)))
             labels = None if data.labels is None else np.array(data.labels[rows])
             yield outputs if labels is None else (outputs, labels)
 
     return write_views_memmap(out_dir, chunks(), data.n, dtype=dtype, with_labels=data.labels is not None)
+
+
+def missing_stays_missing(output: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``output`` (r, c) with the rows where the input x (r, d) is all NaN (a missing view) set
+    to NaN; ``output`` itself when no input row is missing."""
+    missing = missing_rows(x)
+    return np.where(missing[:, None], np.nan, output) if missing.any() else output
 
 
 def prefetch_to_device(

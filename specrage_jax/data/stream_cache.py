@@ -18,6 +18,7 @@ import numpy as np
 
 from specrage_jax.data.stream import (
     LABELS_FILE,
+    MASK_FILE,
     META_FILE,
     MemmapViews,
     open_views_memmap,
@@ -36,19 +37,24 @@ def file_crc32(path: Path, offset: int, chunk_bytes: int = 1 << 24) -> str:
     return f"{crc:08x}"
 
 
+def npy_data_offset(path: Path) -> int:
+    """The byte offset of the data in the ``.npy`` file ``path`` (the length of its header)."""
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(f)
+        return f.tell()
+
+
 def data_files(data: MemmapViews) -> list[tuple[Path, int]]:
-    """(path, data offset) of every file of ``data``: the views, then the labels if any."""
+    """(path, data offset) of every file of ``data``: the views, then the labels and the mask if any."""
     files = [(data.directory / view_file(v), offset) for v, offset in enumerate(data.offsets)]
-    if data.labels is not None:
-        with open(data.directory / LABELS_FILE, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(f)
-            files.append((data.directory / LABELS_FILE, f.tell()))
-    return files
+    extra = [LABELS_FILE] if data.labels is not None else []
+    extra += [MASK_FILE] if data.mask is not None else []
+    return files + [(data.directory / name, npy_data_offset(data.directory / name)) for name in extra]
 
 
 def files_crc32(data: MemmapViews) -> list[str]:
-    """The CRC32 of every file's data bytes (views, then labels), read in 16 MB chunks."""
+    """The CRC32 of every file's data bytes (views, then labels, then mask), read in 16 MB chunks."""
     return [file_crc32(path, offset) for path, offset in data_files(data)]
 
 

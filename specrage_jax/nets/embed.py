@@ -81,7 +81,8 @@ def embed_streamed(
     rows: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`embed` of row sources read on demand (``rows[start:stop]`` -> float32 (m, d_v)),
-    one chunk of ``batch_size`` rows at a time: Y (n, k), alpha (n, V)."""
+    one chunk of ``batch_size`` rows at a time: Y (n, k), alpha (n, V). A view a sample lacks
+    (the dataset's mask) reads as an all-NaN row, so it is left out of the fusion as in memory."""
     check_view_dims(views, state.model().view_dims)
     n = len(check_streamed_views(views, what="views")[0])
     if mask is not None and np.shape(mask) != (n, len(views)):

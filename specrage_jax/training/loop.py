@@ -22,7 +22,7 @@ from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
 from specrage_jax.config import GraphConfig, TrainConfig
-from specrage_jax.data.lazy import check_streamed_views, is_streamed
+from specrage_jax.data.lazy import check_streamed_views, is_streamed, streamed_mask
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
 from specrage_jax.training.device_epoch import (
@@ -159,14 +159,19 @@ def take_batch(
     mask: np.ndarray | None = None,
 ) -> Batch:
     """The rows ``idx`` as a Batch on the default device, or sharded over ``mesh``'s 'data' axis;
-    ``mask`` (n, V) marks missing views (see :func:`missing_view_mask`).
+    ``mask`` (n, V) marks missing views (see :func:`missing_view_mask`). Views streamed from disk
+    read missing views as NaN rows: those are set to 0 here, as in-memory views already are.
     Several processes: each gathers only its own block of ``idx`` (:func:`distributed.local_rows`)."""
     if mesh is not None:
         idx = local_rows(idx)
+    batch_mask = None if mask is None else mask[idx]
+    gathered = tuple(v[idx] for v in views)
+    if batch_mask is not None and is_streamed(views):
+        gathered = fill_missing_rows(gathered, batch_mask, 0.0)
     rows = Batch(
-        views=tuple(v[idx] for v in views),
+        views=gathered,
         codes=None if codes is None else tuple(c[idx] for c in codes),
-        mask=None if mask is None else mask[idx],
+        mask=batch_mask,
     )
     return jax.tree.map(jnp.asarray, rows) if mesh is None else shard_batch(rows, mesh)
 
@@ -258,8 +263,10 @@ def check_training_inputs(
     their missing-view masks (:func:`missing_view_mask`; None where every view is present).
 
     Views streamed from disk (``data.lazy.MemmapRows``) are passed through unread: their widths
-    and row counts are checked here, and their values were checked finite when they were written
-    (``write_views_memmap`` refuses NaN and inf), so batches are gathered as the loop needs them.
+    and row counts are checked here, their mask comes from the dataset's mask file
+    (:func:`data.lazy.streamed_mask`, None when complete), and their values were checked when
+    they were written (``write_views_memmap`` refuses partial NaN and inf), so batches are
+    gathered as the loop needs them (:func:`take_batch` zeroes their missing rows).
     """
     view_dims = state.model().view_dims
     checked: list[tuple[np.ndarray, ...]] = []
@@ -270,7 +277,8 @@ def check_training_inputs(
             masks.append(None)
             continue
         if is_streamed(views):
-            arrays, mask = check_streamed_views(views, what=what), None
+            arrays = check_streamed_views(views, what=what)
+            mask = streamed_mask(arrays, what=what)
         else:
             arrays, mask = missing_view_mask(as_view_arrays(views, what=what, allow_missing=True), what=what)
         check_view_dims(arrays, view_dims, what=what)

@@ -26,24 +26,26 @@ def train_view_nets(
     seed: int,
 ) -> tuple[TrainedNet, ...]:
     """One net per view, trained by ``trainer`` on that view's training rows (seed + v); where a
-    view is missing for some samples (all-NaN rows), on the rows that have it."""
+    view is missing for some samples (all-NaN rows, or a streamed dataset's mask), on the rows
+    that have it (of a streamed view, a row source over those rows, read batch by batch)."""
     return tuple(
         trainer(present_rows(x), stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
         for v, x in enumerate(views)
     )
 
 
-def encode_views(nets: Sequence[TrainedNet], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """nets[v].encode(view v): V arrays (n, d_v) -> V arrays (n, c_v). A missing view's row
-    (all NaN) stays all NaN: only the present rows go through the net."""
+def encode_views(nets: Sequence[TrainedNet], views: Sequence[Any]) -> tuple[np.ndarray, ...]:
+    """nets[v].encode(view v): V views (n, d_v) (arrays, or rows streamed from disk) -> V arrays
+    (n, c_v). A missing view's row (all NaN) stays all NaN: only the present rows go through the
+    net (of a streamed view, only those are read)."""
     return tuple(_encode_present(net, x) for net, x in zip(nets, views))
 
 
-def _encode_present(net: TrainedNet, x: np.ndarray) -> np.ndarray:
+def _encode_present(net: TrainedNet, x: Any) -> np.ndarray:
     missing = missing_rows(x)
     if not missing.any():
         return net.encode(x)
-    present = net.encode(x[~missing])
+    present = net.encode(present_rows(x))
     codes = np.full((len(x), present.shape[1]), np.nan, present.dtype)
     codes[~missing] = present
     return codes
