@@ -74,6 +74,7 @@ def train_specrage(
         "svm_acc": metrics["svm"]["acc"],
         "mean_view_weights": metrics["mean_view_weights"],
         "n_train": len(splits.train_labels),
+        "batch_size": config.train.batch_size,
         "steps": history.steps,
         "seconds": time.perf_counter() - start,
     }
@@ -95,21 +96,38 @@ def spectral_baseline(
     return {**{key: metrics[key] for key in ("acc", "nmi", "ari")}, "seconds": time.perf_counter() - start}
 
 
-def run_cell(data: MultiViewData, config: ExperimentConfig, fraction: float, *, seed: int) -> dict[str, Any]:
-    """Every method at one fraction p and seed."""
+def run_cell(
+    data: MultiViewData,
+    config: ExperimentConfig,
+    fraction: float,
+    *,
+    seed: int,
+    methods: tuple[str, ...] = METHODS,
+    earlier: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``methods`` at one fraction p and seed; the other methods' results are kept from
+    ``earlier`` (the same cell of an earlier run), if any."""
     views, present = remove_views_at_random(data.views, fraction, seed=seed)
     incomplete = with_views(data, views)
-    ours = train_specrage(incomplete, config, seed=seed)
-    results: dict[str, Any] = {"specrage": ours["specrage"]}
-    results["se_present_pairs"] = spectral_baseline(
-        ours["graph_inputs"], ours["test_labels"], ours["config"], seed=seed
-    )
-    results["complete_only"] = train_specrage(incomplete, config, seed=seed, fit_rows=present.all(axis=1))["specrage"]
-    split = split_indices(
-        data.labels, seed=seed, test_fraction=config.data.test_fraction, val_fraction=config.data.val_fraction
-    )
-    imputed = with_views(data, mean_impute(views, split.train))
-    results["mean_impute"] = train_specrage(imputed, config, seed=seed)["specrage"]
+    results: dict[str, Any] = {m: earlier[m] for m in METHODS if earlier and m in earlier and m not in methods}
+    if "specrage" in methods or "se_present_pairs" in methods:
+        ours = train_specrage(incomplete, config, seed=seed)
+        if "specrage" in methods:
+            results["specrage"] = ours["specrage"]
+        if "se_present_pairs" in methods:
+            results["se_present_pairs"] = spectral_baseline(
+                ours["graph_inputs"], ours["test_labels"], ours["config"], seed=seed
+            )
+    if "complete_only" in methods:
+        results["complete_only"] = train_specrage(incomplete, config, seed=seed, fit_rows=present.all(axis=1))[
+            "specrage"
+        ]
+    if "mean_impute" in methods:
+        split = split_indices(
+            data.labels, seed=seed, test_fraction=config.data.test_fraction, val_fraction=config.data.val_fraction
+        )
+        imputed = with_views(data, mean_impute(views, split.train))
+        results["mean_impute"] = train_specrage(imputed, config, seed=seed)["specrage"]
     results["fraction_missing_per_view"] = (1.0 - present.mean(axis=0)).tolist()
     results["complete_samples"] = float(present.all(axis=1).mean())
     return results
@@ -201,6 +219,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--resume", action="store_true", help="keep the (fraction, seed) runs already in the file")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        default=list(METHODS),
+        help="methods to run; with --resume a recorded cell reruns only these and keeps the others",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -210,14 +235,17 @@ def main(argv: list[str] | None = None) -> int:
         data = load_dataset(dataset, seed=0, data_dir=args.data_dir)
         config = preset_config(dataset, data.n_classes, args.overrides)
         fractions = sorted({0.0, *args.fractions})
+        methods = tuple(args.methods)
         for seed in args.seeds:
             for p in fractions:
-                if any(r["fraction"] == p and r["seed"] == seed for r in runs):
-                    continue
+                earlier = next((r for r in runs if r["fraction"] == p and r["seed"] == seed), None)
+                if earlier is not None and (p == 0.0 or set(methods) == set(METHODS)):
+                    continue  # recorded; --methods reruns those methods of a recorded cell (p > 0)
                 if p == 0.0:
                     cell = {"specrage": train_specrage(data, config, seed=seed)["specrage"]}
                 else:
-                    cell = run_cell(data, config, p, seed=seed)
+                    cell = run_cell(data, config, p, seed=seed, methods=methods, earlier=earlier)
+                runs = [r for r in runs if r is not earlier]
                 runs.append({"fraction": p, "seed": seed, **cell})
                 shown = ", ".join(f"{m} {cell[m]['acc']:.4f}" for m in METHODS if m in cell)
                 print(f"{dataset} p={p:.1f} seed {seed}: test ACC {shown}", flush=True)

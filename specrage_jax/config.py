@@ -178,6 +178,11 @@ class TrainConfig:
     epochs: int = _f(100, "maximum number of epochs; 0 means resolved from the data at fit (a budget of steps)")
     batch_size: int = _f(1024, "mini-batch size m (capped at the training-set size); 0 means resolved from the data")
     steps_per_epoch: int = _f(0, "gradient steps per epoch; 0 means ceil(n_train / m)")
+    missing_view_batch_growth: int = _f(
+        4,
+        "views missing for some training samples: the batch may double up to this factor until "
+        "its graph splits as cleanly as a batch of complete samples (1 keeps batch_size)",
+    )
     learning_rate: float = _f(1e-3, "initial Adam learning rate")
     lr_factor: float = _f(0.1, "learning-rate multiplier on a validation plateau")
     lr_patience: int = _f(10, "epochs without validation improvement before the learning rate drops")
@@ -192,6 +197,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name in ("learning_rate", "lr_factor", "min_lr"):
             _check_positive("train", name, getattr(self, name))
+        if self.missing_view_batch_growth < 1:
+            raise ValueError(f"train.missing_view_batch_growth must be >= 1, got {self.missing_view_batch_growth}")
         if self.epochs < 0 or self.batch_size < 0 or self.steps_per_epoch < 0 or self.lr_patience < 0:
             raise ValueError(
                 "train.epochs and train.batch_size must be >= 1 (0: from the data), "

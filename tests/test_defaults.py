@@ -28,8 +28,10 @@ from specrage_jax.evaluation.metrics import clustering_accuracy
 from specrage_jax.nets.state import create_state
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
 from specrage_jax.overrides import apply_overrides
+from specrage_jax.training import defaults as data_rules
 from specrage_jax.training.defaults import (
     DataShape,
+    batch_for_missing_views,
     choose_neighbor_count,
     eigengap_neighbor_count,
     eigengap_score,
@@ -187,6 +189,49 @@ def test_resolution_on_tiny_many_class_and_one_view_data():
     sampled = _shape([many[:100]], 40, n_train=50_000)  # a sample standing for many rows
     config, _ = resolve_defaults(ExperimentConfig.auto(), sampled)
     assert config.train.batch_size == 4096 and config.data.graph_inputs == "model"
+
+
+def with_missing_views(views: list[np.ndarray], fraction: float, *, seed: int) -> list[np.ndarray]:
+    """Copies of the views where a seeded ``fraction`` of the samples lose one random view."""
+    rng = np.random.default_rng(seed)
+    out = [np.array(v, np.float32) for v in views]
+    chosen = np.flatnonzero(rng.random(len(out[0])) < fraction)
+    for i, v in zip(chosen, rng.integers(0, len(out), len(chosen))):
+        out[v][i] = np.nan
+    return out
+
+
+def test_the_batch_stays_for_complete_data_or_without_growth():
+    x, _ = clustered(300, 3, 5, seed=7)
+    assert batch_for_missing_views([x, x * 2.0], 3, 100, 10, 4) == (100, pytest.approx(math.nan, nan_ok=True), {})
+    incomplete = with_missing_views([x, x * 2.0], 0.5, seed=8)
+    assert batch_for_missing_views(incomplete, 3, 100, 10, 1)[0] == 100
+
+
+def test_the_batch_doubles_until_its_graph_splits_as_cleanly_as_complete_samples(monkeypatch):
+    x, _ = clustered(1000, 3, 5, seed=9)
+    views = with_missing_views([x, x * 2.0], 0.5, seed=10)
+    complete = np.stack([~np.isnan(v).any(axis=1) for v in views], axis=1).all(axis=1)
+
+    def gap(views, rows, l, n_clusters):  # complete rows: 1.5; a batch with missing views: m / 200
+        return 1.5 if complete[rows].all() else len(rows) / 200
+
+    monkeypatch.setattr(data_rules, "batch_eigengap", gap)
+    assert batch_for_missing_views(views, 3, 100, 10, 4) == (400, 1.5, {100: 0.5, 200: 1.0, 400: 2.0})
+    assert batch_for_missing_views(views, 3, 100, 10, 2)[0] == 200  # the growth factor bounds it
+    assert batch_for_missing_views([v[:300] for v in views], 3, 100, 10, 4)[0] == 300  # and the training rows
+
+
+def test_a_preset_batch_grows_where_views_are_missing_and_the_record_says_why():
+    x, _ = clustered(600, 3, 5, seed=11)
+    views = with_missing_views([x, x[:, ::-1] * 2.0], 0.5, seed=12)
+    explicit = apply_overrides(ExperimentConfig(), ["train.batch_size=64", "graph.n_neighbors=10"])
+    config, chosen = resolve_defaults(explicit, _shape(views, 3))
+    assert config.train.batch_size in (64, 128, 256) and "views are missing" in chosen["train.batch_size"]["why"]
+    fixed = apply_overrides(explicit, ["train.missing_view_batch_growth=1"])
+    assert resolve_defaults(fixed, _shape(views, 3)) == (fixed, {})
+    complete = _shape([x, x[:, ::-1] * 2.0], 3)
+    assert resolve_defaults(explicit, complete) == (explicit, {})
 
 
 # --- the whole-set path ------------------------------------------------------------------------

@@ -25,9 +25,16 @@ from specrage_jax.data.lazy import StreamedViews, is_streamed
 from specrage_jax.data.preprocess import graph_input_views
 from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.overrides import apply_overrides
-from specrage_jax.training.defaults import FULL_BATCH_MAX, DataShape, describe_preprocessing, resolve_defaults
+from specrage_jax.training.defaults import (
+    FULL_BATCH_MAX,
+    GROWN_BATCH_MAX,
+    DataShape,
+    describe_preprocessing,
+    resolve_defaults,
+)
 from specrage_jax.training.pretrained import PretrainedNets, pretrain_nets
 from specrage_jax.training.stages import encode_views
+from specrage_jax.validation import missing_rows
 
 
 @dataclass(frozen=True)
@@ -94,15 +101,17 @@ def prepare_splits(
 def resolve_run_defaults(
     config: ExperimentConfig, splits: PreparedSplits, n_clusters: int, *, seed: int
 ) -> tuple[ExperimentConfig, dict[str, Any]]:
-    """:func:`~specrage_jax.training.defaults.resolve_defaults` on a run's training split (views streamed from disk are
-    sampled: at most FULL_BATCH_MAX rows); the record names each chosen value and why."""
+    """:func:`~specrage_jax.training.defaults.resolve_defaults` on a run's training split (a seeded
+    sample of at most FULL_BATCH_MAX rows, GROWN_BATCH_MAX where views are missing); the record
+    names each chosen value and why."""
     described = describe_preprocessing([s.kind for s in splits.scalers], config.data.preprocess)
-    if not config.unresolved_fields():
+    incomplete = config.train.missing_view_batch_growth > 1 and any(missing_rows(v).any() for v in splits.train)
+    if not config.unresolved_fields() and not incomplete:
         return config, described
     n_train = len(splits.train_labels)
     sample = unreduced = None
-    if config.graph.n_neighbors == 0:  # the only rule that looks at the rows themselves
-        rows = evaluation_rows(n_train, FULL_BATCH_MAX, seed=seed, stream=2)
+    if config.graph.n_neighbors == 0 or incomplete:  # the rules that look at the rows themselves
+        rows = evaluation_rows(n_train, GROWN_BATCH_MAX if incomplete else FULL_BATCH_MAX, seed=seed, stream=2)
         if rows is None and is_streamed(splits.train):
             rows = np.arange(n_train)
         sample = tuple(np.asarray(v if rows is None else v[rows]) for v in splits.train)  # x[idx] reads streamed rows

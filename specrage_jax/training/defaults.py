@@ -2,7 +2,8 @@
 
 :meth:`ExperimentConfig.auto` leaves them unresolved (0, (0,), "auto"); :func:`resolve_defaults`
 fills each from what the training rows show (their number, the requested number of clusters,
-the views' widths) and says why. An explicit value is never touched. Per-view preprocessing
+the views' widths) and says why. An explicit value is never touched, except the batch size
+where views are missing (:func:`batch_for_missing_views`). Per-view preprocessing
 (``data.preprocess="auto"``) is resolved where the scalers are fitted
 (:func:`specrage_jax.data.preprocess.auto_view_kind`); :func:`describe_preprocessing` reports it.
 
@@ -40,6 +41,7 @@ WIDTHS_BY_ROWS = (  # (below this many training rows, per-view MLP widths)
     (50000, (512, 512, 256)),  # mini-batches of FULL_BATCH_MAX rows: the step no longer grows with n
 )
 LARGE_WIDTHS = (1024, 1024, 512)  # the paper's widths, from 50000 training rows on
+GROWN_BATCH_MAX = 8192  # views missing: the batch grows at most to this many rows ((V, m, m) graphs)
 
 
 @dataclass(frozen=True)
@@ -117,25 +119,92 @@ def eigengap_neighbor_count(
     """
     n = views[0].shape[0]
     m = max(2, min(batch_rows, n))
-    rows = np.sort(np.random.default_rng([seed, 5]).choice(n, size=m, replace=False)) if m < n else np.arange(n)
+    rows = seeded_rows(n, m, seed=seed, stream=5)
     candidates = [l for l in NEIGHBOR_CANDIDATES if l <= m // 3]
     scores: dict[int, float] = {}
     if candidates and n_clusters < m - 1:
-        batch = [np.asarray(v, np.float64)[rows] for v in views]
-        present = [np.flatnonzero(~missing_rows(x)) for x in batch]  # a view's graph: among its rows
-        neighbors = [
-            _neighbor_lists(x[p], min(max(candidates), len(p) - 1)) for x, p in zip(batch, present) if len(p) > 1
-        ]
-        present = [p for p in present if len(p) > 1]
+        neighbors = _present_neighbor_lists(views, rows, max(candidates))
         for l in candidates:
-            graphs = [
-                _graph_among(p, m, sparse_gaussian_graph(d2[:, :l], idx[:, :l], sigma_neighbor=min(l, idx.shape[1])))
-                for (d2, idx), p in zip(neighbors, present)
-            ]
-            mean_graph = sum(graphs[1:], graphs[0]) / len(graphs)
-            scores[l] = eigengap_score(_bottom_normalized_spectrum(mean_graph.tocsr(), n_clusters + 1), n_clusters)
+            scores[l] = eigengap_score(
+                _bottom_normalized_spectrum(_mean_graph(neighbors, m, l), n_clusters + 1), n_clusters
+            )
     chosen = choose_neighbor_count(scores)
     return (max(1, min(m // 3, m - 1)) if chosen is None else chosen), scores
+
+
+def seeded_rows(n: int, m: int, *, seed: int, stream: int) -> np.ndarray:
+    """(min(m, n),) sorted row indices: a seeded batch of m of n rows (all of them when m >= n)."""
+    return np.sort(np.random.default_rng([seed, stream]).choice(n, size=m, replace=False)) if m < n else np.arange(n)
+
+
+NeighborLists = list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def _present_neighbor_lists(views: Sequence[np.ndarray], rows: np.ndarray, l: int) -> NeighborLists:
+    """Per view with more than one present row among ``rows``: (its present positions in the
+    batch, squared distances, indices) of each present row's min(l, present - 1) nearest present
+    rows. A view's graph is built among the rows that have it, as in training."""
+    lists = []
+    for x in views:
+        batch = np.asarray(x, np.float64)[rows]
+        present = np.flatnonzero(~missing_rows(batch))
+        if len(present) > 1:
+            d2, idx = _neighbor_lists(batch[present], min(l, len(present) - 1))
+            lists.append((present, d2, idx))
+    return lists
+
+
+def _mean_graph(neighbors: NeighborLists, m: int, l: int) -> sp.csr_matrix:
+    """The mean over views of the l-NN Gaussian graphs (the training rule) as one (m, m) graph."""
+    graphs = [
+        _graph_among(present, m, sparse_gaussian_graph(d2[:, :l], idx[:, :l], sigma_neighbor=min(l, idx.shape[1])))
+        for present, d2, idx in neighbors
+    ]
+    return (sum(graphs[1:], graphs[0]) / len(graphs)).tocsr()
+
+
+def batch_eigengap(views: Sequence[np.ndarray], rows: np.ndarray, l: int, n_clusters: int) -> float:
+    """The relative eigengap lambda_k+1 / lambda_k (:func:`eigengap_score`) of the mean l-NN
+    graph of the batch ``rows``, each view's graph among the rows that have it."""
+    neighbors = _present_neighbor_lists(views, rows, l)
+    if not neighbors or n_clusters >= len(rows) - 1:
+        return -math.inf
+    return eigengap_score(_bottom_normalized_spectrum(_mean_graph(neighbors, len(rows), l), n_clusters + 1), n_clusters)
+
+
+def batch_for_missing_views(
+    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, l: int, max_factor: int, *, seed: int = 0
+) -> tuple[int, float, dict[int, float]]:
+    """(m, reference gap, {batch size: eigengap}): the batch size for training rows where views
+    are missing (all-NaN rows).
+
+    A missing view removes that sample's edges from the view's graph, so a batch of m rows with
+    missing views splits into the k groups less cleanly than m complete rows do, and the
+    network learns what its batches' graphs show. The reference is the eigengap of a seeded
+    batch of ``batch_rows`` complete samples (all of them when fewer; CLEAR_EIGENGAP when they
+    are too few for a graph); the batch doubles, up to ``max_factor`` times, GROWN_BATCH_MAX
+    rows and the training rows, until a batch of the training rows with their missing views
+    reaches it. Every view present: ``batch_rows`` unchanged.
+    """
+    n = views[0].shape[0]
+    m = min(batch_rows, n)
+    present = np.stack([~missing_rows(np.asarray(x)) for x in views], axis=1)
+    if present.all() or max_factor <= 1:
+        return m, math.nan, {}
+    complete = np.flatnonzero(present.all(axis=1))
+    reference_rows = complete[seeded_rows(len(complete), m, seed=seed, stream=6)]
+    reference = CLEAR_EIGENGAP  # too few complete samples for a graph of their own
+    if len(complete) > max(l, n_clusters) + 1:
+        reference = batch_eigengap(views, reference_rows, l, n_clusters)
+        reference = reference if math.isfinite(reference) else CLEAR_EIGENGAP
+    limit = min(n, max(m, min(m * max_factor, GROWN_BATCH_MAX)))
+    gaps: dict[int, float] = {}
+    size = m
+    while True:
+        gaps[size] = batch_eigengap(views, seeded_rows(n, size, seed=seed, stream=7), l, n_clusters)
+        if gaps[size] >= reference or size >= limit:
+            return size, reference, gaps
+        size = min(2 * size, limit)
 
 
 def _graph_among(rows: np.ndarray, m: int, graph: sp.csr_matrix) -> sp.csr_matrix:
@@ -194,8 +263,10 @@ def epoch_plan(n_train: int, batch_rows: int, steps_per_epoch: int = 0) -> tuple
 def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[ExperimentConfig, dict[str, Any]]:
     """``config`` with every unresolved field filled from ``shape``, and {field: {value, why}}.
 
-    Explicit values stay as they are; a config with nothing unresolved comes back unchanged
-    with an empty record.
+    Explicit values stay as they are, with one exception: where views are missing for some
+    training samples, ``train.batch_size`` (the batch for complete data) may grow
+    (:func:`batch_for_missing_views`, up to ``train.missing_view_batch_growth`` times). Complete
+    data with nothing unresolved comes back unchanged with an empty record.
     """
     graph, train = config.graph, config.train
     chosen: dict[str, Any] = {}
@@ -247,6 +318,29 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap); scores by l: {shown}",
             ),
         )
+    if shape.views is not None and train.missing_view_batch_growth > 1:
+        grown, reference, gaps = batch_for_missing_views(
+            shape.unreduced_views if config.data.graph_inputs == "unreduced" and shape.unreduced_views else shape.views,
+            shape.n_clusters,
+            m,
+            graph.n_neighbors,
+            train.missing_view_batch_growth,
+            seed=shape.seed,
+        )
+        if gaps:
+            m = min(grown, shape.n_train)
+            shown = ", ".join(f"{size}: {gap:.3g}" for size, gap in gaps.items())
+            train = dataclasses.replace(
+                train,
+                batch_size=choose(
+                    "train.batch_size",
+                    m,
+                    f"views are missing: the batch doubles from {train.batch_size} (up to "
+                    f"{train.missing_view_batch_growth}x, {GROWN_BATCH_MAX} rows) until its graph splits into "
+                    f"{shape.n_clusters} groups as cleanly as {min(train.batch_size, shape.n_train)} complete samples "
+                    f"(eigengap {reference:.3g}); eigengap by batch size: {shown}",
+                ),
+            )
     if train.epochs == 0:
         epochs, per_epoch = epoch_plan(shape.n_train, m, train.steps_per_epoch)
         train = dataclasses.replace(
