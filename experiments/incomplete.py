@@ -186,7 +186,7 @@ def plot(path: Path, dataset: str, summary: dict[str, Any]) -> None:
             )
     if summary["complete_acc_mean"] is not None:
         ax.axhline(summary["complete_acc_mean"], color="gray", ls="--", lw=1, label="complete data")
-    ax.set(xlabel="fraction of samples missing views (p)", ylabel="test k-means ACC", title=dataset)
+    ax.set(xlabel="fraction of samples missing views (p)", ylabel="test k-means ACC", title=dataset, xlim=(0.0, 0.8))
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
