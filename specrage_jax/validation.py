@@ -143,13 +143,18 @@ def view_presence(views: Sequence[np.ndarray], mask: Any = None, *, what: str = 
         if given.dtype != np.bool_:
             raise ValueError(f"{what}: mask must be boolean (True = view present), got dtype {given.dtype}")
         present &= given
+    check_each_sample_has_a_view(present, what=what)
+    return present
+
+
+def check_each_sample_has_a_view(present: np.ndarray, *, what: str) -> None:
+    """ValueError naming the first sample whose row of ``present`` (n, V) bool is all False."""
     empty = np.flatnonzero(~present.any(axis=1))
     if empty.size:
         raise ValueError(
             f"{what}: sample {int(empty[0])} has every view missing (all-NaN rows or mask "
             f"False; {empty.size} such samples, first {empty[:5].tolist()}); it cannot be embedded"
         )
-    return present
 
 
 def with_missing_rows(views: Sequence[np.ndarray], mask: Any = None, *, what: str = "views") -> tuple[np.ndarray, ...]:

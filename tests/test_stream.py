@@ -147,7 +147,7 @@ def test_wrong_totals_and_values_are_errors(tmp_path) -> None:
         write_views_memmap(tmp_path, in_chunks(views), 20, DIMS)
     bad = (views[0].copy(), views[1])
     bad[0][17, 2] = np.nan
-    with pytest.raises(ValueError, match="chunk 1, view 0: non-finite"):
+    with pytest.raises(ValueError, match=r"chunk 1: view 0 holds 1 NaN or infinite values \(first bad rows: \[4\]\)"):
         write_views_memmap(tmp_path, in_chunks(bad), 30, DIMS)
     big = (views[0] * 1e6, views[1])
     with pytest.raises(ValueError, match="view 0: values beyond the float16 range"):

@@ -35,6 +35,7 @@ from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.loop import take_batch
 from specrage_jax.training.siamese import train_siamese
 from specrage_jax.training.stages import encode_views, train_view_nets
+from tests.test_streaming import SMALL  # the small whole-pipeline configuration
 
 REPO = Path(__file__).resolve().parents[1]
 DIMS = (6, 4)
@@ -119,9 +120,9 @@ def test_complete_data_writes_the_format_without_masks(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("view", "row", "value", "match"),
     [
-        (0, 21, "partial", r"chunk 1, view 0: non-finite values \(NaN or inf\) cannot be stored in rows \[5\]"),
-        (1, 40, "inf", r"chunk 2, view 1: non-finite values \(NaN or inf\) cannot be stored in rows \[8\]"),
-        (None, 35, "every", r"chunk 2, row 3: every view is missing"),
+        (0, 21, "partial", r"chunk 1: view 0 holds 1 NaN or infinite values \(first bad rows: \[5\]\)"),
+        (1, 40, "inf", r"chunk 2: view 1 holds \d+ NaN or infinite values \(first bad rows: \[8\]\)"),
+        (None, 35, "every", r"chunk 2: sample 3 has every view missing"),
     ],
 )
 def test_bad_rows_are_refused_naming_chunk_view_and_row(tmp_path, view, row, value, match) -> None:
@@ -226,7 +227,7 @@ def test_streamed_run_with_missing_views_equals_the_in_memory_run(tmp_path) -> N
     write_views_memmap(tmp_path, in_chunks(views, labels, 128), 900, with_labels=True)
     name = f"memmap:{tmp_path}"
     in_ram = load_dataset(name)
-    config = with_n_components(apply_overrides(preset(name), RUN_SETTINGS), in_ram.n_classes)
+    config = with_n_components(apply_overrides(preset(name), SMALL), in_ram.n_classes)
     a = train_and_evaluate(in_ram, config, seed=2)
     data = open_streamed_dataset(name)
     b = train_and_evaluate(data, config, seed=2)
@@ -237,27 +238,6 @@ def test_streamed_run_with_missing_views_equals_the_in_memory_run(tmp_path) -> N
         assert [e[key] for e in b.result["training"]["epochs"]] == [e[key] for e in a.result["training"]["epochs"]]
     assert b.result["test"]["kmeans"] == a.result["test"]["kmeans"]
     data.close()
-
-
-RUN_SETTINGS = [
-    "model.view_hidden=32,32",
-    "model.weighting_hidden=16",
-    "train.epochs=2",
-    "train.batch_size=128",
-    "train.progress=false",
-    "graph.n_neighbors=8",
-    "autoencoder.enabled=true",
-    "autoencoder.hidden=32,32",
-    "autoencoder.epochs=2",
-    "autoencoder.batch_size=64",
-    "siamese.enabled=true",
-    "siamese.hidden=32",
-    "siamese.epochs=1",
-    "siamese.pair_block=512",
-    "eval.kmeans_n_init=1",
-    "eval.embed_batch_size=256",
-    "data.preprocess=none",
-]
 
 
 def test_embed_streamed_with_missing_views_equals_embed(tmp_path) -> None:

@@ -26,7 +26,7 @@ import numpy as np
 
 from specrage_jax.data.stream import MemmapViews
 from specrage_jax.data.stream_cache import files_crc32
-from specrage_jax.validation import is_row_source
+from specrage_jax.validation import check_each_sample_has_a_view, is_row_source
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,7 +229,5 @@ def streamed_mask(views: Sequence[Any], *, what: str) -> np.ndarray | None:
     present = np.stack([np.asarray(v.present(), dtype=bool) for v in views], axis=1)
     if present.all():
         return None
-    empty = np.flatnonzero(~present.any(axis=1))
-    if empty.size:
-        raise ValueError(f"{what}: sample {int(empty[0])} has every view missing ({empty.size} such samples)")
+    check_each_sample_has_a_view(present, what=what)
     return present

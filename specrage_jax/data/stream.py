@@ -64,6 +64,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from specrage_jax.validation import view_presence
+
 FORMAT = "specrage_jax.memmap_views"
 META_FILE = "meta.json"
 LABELS_FILE = "labels.npy"
@@ -109,39 +111,6 @@ def check_chunk(views: Sequence[np.ndarray], view_dims: Sequence[int], index: in
             + ", ".join(f"view {v}: {r}" for v, r in enumerate(rows))
         )
     return rows[0]
-
-
-def view_presence_of_chunk(x: np.ndarray, v: int, index: int) -> np.ndarray:
-    """(rows,) bool of view v of chunk ``index``: False where the row is all NaN (the sample lacks
-    the view). ValueError naming chunk and view for rows with only some NaN, or any inf."""
-    finite = np.isfinite(x)
-    if finite.all():
-        return np.ones(x.shape[0], dtype=bool)
-    missing = np.isnan(x).all(axis=1)
-    bad = np.flatnonzero(~finite.all(axis=1) & ~missing)
-    if bad.size:
-        raise ValueError(
-            f"chunk {index}, view {v}: non-finite values (NaN or inf) cannot be stored in rows "
-            f"{bad[:5].tolist()} (a view the sample lacks must be NaN in every feature of its row)"
-        )
-    return ~missing
-
-
-def chunk_presence(views: Sequence[np.ndarray], index: int) -> np.ndarray:
-    """(rows, V) bool of one chunk, True where the sample has view v (its row is not all NaN).
-
-    Raises:
-      ValueError: naming chunk and view (partial-NaN rows, inf), or chunk and row for a sample
-        that lacks every view.
-    """
-    present = np.stack([view_presence_of_chunk(x, v, index) for v, x in enumerate(views)], axis=1)
-    empty = np.flatnonzero(~present.any(axis=1))
-    if empty.size:
-        raise ValueError(
-            f"chunk {index}, row {int(empty[0])}: every view is missing (all-NaN rows; {empty.size} such "
-            f"rows in the chunk, first {empty[:5].tolist()}); a sample needs at least one view"
-        )
-    return present
 
 
 def _to_storage(x: np.ndarray, dtype: np.dtype, v: int, index: int, present: np.ndarray) -> tuple[np.ndarray, float]:
@@ -248,7 +217,7 @@ def write_views_memmap(
                 files, paths = _open_files(folder, n, view_dims, storage, with_labels)
                 errors, crcs = [0.0] * len(view_dims), [0] * len(files)
             views = tuple(np.asarray(x) for x in views)
-            present = chunk_presence(views, index)
+            present = view_presence(views, what=f"chunk {index}")  # refuses partial NaN, inf, no view
             any_missing = any_missing or not present.all()
             for v, x in enumerate(views):
                 stored, error = _to_storage(x, storage, v, index, present[:, v])
