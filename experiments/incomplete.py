@@ -21,7 +21,8 @@ sample, so each keeps one). Then, on the same incomplete data:
   preset's graph settings and graph inputs), then k-means.
 
 ``complete`` is the preset on the complete data (p = 0), the reference of the 3-point rule.
-k-means: the preset's evaluation (n_init, unit rows where the preset says so), seeded.
+k-means: the preset's evaluation (n_init, seeded), on unit rows where the preset says so or, with
+``model.output_rows`` left at auto, wherever views are missing, for every method of the cell alike.
 
 Writes experiments/results/incomplete_<dataset>.json (after every run) and
 incomplete_<dataset>.png (test ACC against p, mean over the seeds).
@@ -30,6 +31,7 @@ incomplete_<dataset>.png (test ACC against p, mean over the seeds).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -38,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from specrage_jax.config import ExperimentConfig
+from specrage_jax.config import AUTO, ExperimentConfig
 from specrage_jax.data import MultiViewData, load_dataset, split_indices
 from specrage_jax.data.incomplete import mean_impute, remove_views_at_random
 from specrage_jax.data.preprocess import unit_rows
@@ -96,6 +98,16 @@ def spectral_baseline(
     return {**{key: metrics[key] for key in ("acc", "nmi", "ari")}, "seconds": time.perf_counter() - start}
 
 
+def same_rows_for_every_method(config: ExperimentConfig, present: np.ndarray) -> ExperimentConfig:
+    """``model.output_rows`` auto resolved from the incomplete dataset itself, for every method of a
+    cell: the baselines train on complete or imputed rows (where auto reads raw) yet embed the same
+    test samples, so all of them are clustered on the same kind of rows as SpecRaGE."""
+    if config.model.output_rows != AUTO:
+        return config
+    rows = "raw" if present.all() else "unit"
+    return dataclasses.replace(config, model=dataclasses.replace(config.model, output_rows=rows))
+
+
 def run_cell(
     data: MultiViewData,
     config: ExperimentConfig,
@@ -109,6 +121,7 @@ def run_cell(
     ``earlier`` (the same cell of an earlier run), if any."""
     views, present = remove_views_at_random(data.views, fraction, seed=seed)
     incomplete = with_views(data, views)
+    config = same_rows_for_every_method(config, present)
     results: dict[str, Any] = {m: earlier[m] for m in METHODS if earlier and m in earlier and m not in methods}
     if "specrage" in methods or "se_present_pairs" in methods:
         ours = train_specrage(incomplete, config, seed=seed)

@@ -62,17 +62,18 @@ class ModelConfig:
         "attention (cross-view attention)",
     )
     output_rows: str = _f(
-        "raw",
+        AUTO,
         "what transform/embed return: raw (Y = Y~ R^-1, Y^T Y = m I) | unit (each row of Y "
         "scaled to unit L2 norm, the Ng-Jordan-Weiss embedding that k-means and SVMs see; "
-        "training and R^-1 are unchanged)",
+        "training and R^-1 are unchanged) | auto (unit where some training sample misses a "
+        "view, whose row norm then depends on the views it has; raw otherwise)",
     )
 
     def __post_init__(self) -> None:
         for name in ("hidden_activation", "output_activation", "weighting_activation"):
             _check_choice("model", name, getattr(self, name), ACTIVATIONS)
         _check_choice("model", "fusion", self.fusion, FUSIONS)
-        _check_choice("model", "output_rows", self.output_rows, OUTPUT_ROWS)
+        _check_choice("model", "output_rows", self.output_rows, (*OUTPUT_ROWS, AUTO))
         _check_positive("model", "temperature", self.temperature)
         view_widths = () if self.view_hidden == AUTO_WIDTHS else self.view_hidden
         if self.n_components < 0 or any(w < 1 for w in (*view_widths, *self.weighting_hidden)):
@@ -364,6 +365,7 @@ class ExperimentConfig:
             "train.epochs": self.train.epochs == 0,
             "train.batch_size": self.train.batch_size == 0,
             "data.graph_inputs": self.data.graph_inputs == AUTO,
+            "model.output_rows": self.model.output_rows == AUTO,
         }
         return [name for name, waiting in pending.items() if waiting]
 

@@ -175,7 +175,7 @@ def test_explicit_values_win_and_presets_are_untouched():
     assert "graph.n_neighbors" not in chosen and "model.view_hidden" not in chosen
     assert chosen["data.graph_inputs"]["value"] == "model"  # mini-batches: the graph is per batch
     digits = preset("digits")
-    assert resolve_defaults(digits, _shape([x], 4)) == (digits, {})
+    assert resolve_defaults(digits, _shape([x], 4)) == (rows_as(digits, "raw"), {})
     assert preset("file:any.mat").unresolved_fields() and preset("file:any.mat").model.view_hidden == AUTO_WIDTHS
 
 
@@ -230,9 +230,33 @@ def test_a_preset_batch_grows_where_views_are_missing_and_the_record_says_why():
     config, chosen = resolve_defaults(explicit, _shape(views, 3))
     assert config.train.batch_size in (64, 128, 256) and "views are missing" in chosen["train.batch_size"]["why"]
     fixed = apply_overrides(explicit, ["train.missing_view_batch_growth=1"])
-    assert resolve_defaults(fixed, _shape(views, 3)) == (fixed, {})
+    config, chosen = resolve_defaults(fixed, _shape(views, 3))
+    assert config == rows_as(fixed, "unit") and set(chosen) == {"model.output_rows"}
     complete = _shape([x, x[:, ::-1] * 2.0], 3)
-    assert resolve_defaults(explicit, complete) == (explicit, {})
+    assert resolve_defaults(explicit, complete) == (rows_as(explicit, "raw"), {})
+
+
+def rows_as(config: ExperimentConfig, rows: str) -> ExperimentConfig:
+    return dataclasses.replace(config, model=dataclasses.replace(config.model, output_rows=rows))
+
+
+def test_embedding_rows_go_to_unit_norm_where_views_are_missing_unless_set():
+    x, _ = clustered(300, 3, 5, seed=13)
+    complete = [x, x[:, ::-1] * 2.0]
+    incomplete = _shape(with_missing_views(complete, 0.3, seed=14), 3)
+    config = apply_overrides(ExperimentConfig(), ["graph.n_neighbors=10", "train.missing_view_batch_growth=1"])
+    assert config.model.output_rows == "auto" and "model.output_rows" in config.unresolved_fields()
+    resolved, chosen = resolve_defaults(config, incomplete)
+    assert resolved.model.output_rows == "unit" and "views are missing" in chosen["model.output_rows"]["why"]
+    resolved, chosen = resolve_defaults(config, _shape(complete, 3))
+    assert resolved.model.output_rows == "raw" and chosen == {}
+    assert resolved.unresolved_fields() == []
+    # a sample of no rows (views=None) reads the flag its caller measured on every training row
+    told = DataShape(views=None, n_clusters=3, n_train=300, views_missing=True)
+    assert resolve_defaults(config, told)[0].model.output_rows == "unit"
+    for explicit in ("raw", "unit"):
+        kept = rows_as(config, explicit)
+        assert resolve_defaults(kept, incomplete)[0].model.output_rows == explicit
 
 
 # --- the whole-set path ------------------------------------------------------------------------

@@ -360,6 +360,37 @@ def test_the_incomplete_data_script_writes_every_method_and_the_figure(tmp_path)
     for method in module.METHODS:
         assert 0.0 <= cells[0.5][method]["acc"] <= 1.0
     assert (tmp_path / "incomplete_blobs.png").stat().st_size > 1000
+    # every method of a cell is clustered on the rows the incomplete data calls for
+    auto = module.preset_config("blobs", 3)
+    present = np.ones((10, 2), bool)
+    assert module.same_rows_for_every_method(auto, present).model.output_rows == "raw"
+    present[3, 1] = False
+    assert module.same_rows_for_every_method(auto, present).model.output_rows == "unit"
+    unit = module.preset_config("blobs", 3, ["model.output_rows=raw"])
+    assert module.same_rows_for_every_method(unit, present).model.output_rows == "raw"  # as set
+
+
+def test_a_run_embeds_unit_rows_where_views_are_missing_and_raw_rows_otherwise():
+    """The experiment path (CLI, scripts) resolves ``model.output_rows`` auto from the training
+    split; a model whose config was never resolved embeds raw rows, as trained."""
+    from specrage_jax.data import MultiViewData
+    from specrage_jax.nets.embed import embed
+    from specrage_jax.runs.prepare import prepare_splits, preset_config, resolve_run_defaults
+
+    views = clustered_views(200, 12)
+    labels = np.arange(200) % 3
+    for dropped, rows in ((False, "raw"), (True, "unit")):
+        data = MultiViewData(views=drop_views(views, 0.4, 13) if dropped else views, labels=labels, name="toy", view_names=("a", "b"))
+        config = preset_config("blobs", 3, ["train.missing_view_batch_growth=1"])
+        splits = prepare_splits(data, config, seed=0)
+        resolved, chosen = resolve_run_defaults(config, splits, 3, seed=0)
+        assert resolved.model.output_rows == rows and ("model.output_rows" in chosen) == dropped
+    state = create_state([2, 2], MODEL, GRAPH, OrthoConfig(), learning_rate=1e-3, seed=0)
+    assert state.model().config.output_rows == "auto"
+    y_auto, _ = embed(state, views)
+    y_raw, _ = embed(state, views, rows="raw")
+    np.testing.assert_array_equal(y_auto, y_raw)
+    assert not np.allclose(np.linalg.norm(y_raw, axis=1), 1.0)
 
 
 def test_the_shared_training_path_names_a_sparse_view_in_either_scale_mode():

@@ -8,7 +8,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from specrage_jax.config import OUTPUT_ROWS
+from specrage_jax.config import AUTO, OUTPUT_ROWS
 from specrage_jax.data.lazy import check_streamed_views, is_streamed
 from specrage_jax.data.preprocess import unit_rows
 from specrage_jax.nets.state import SpecRaGEState, predict
@@ -26,7 +26,7 @@ def embed(
     """The fused embedding Y (n, k) and the view weights alpha (n, V) of ``views``.
 
     ``rows``: "raw" gives Y = Y~ R^-1 as trained; "unit" each row of it scaled to unit L2 norm;
-    None (default) what the model's ``model.output_rows`` says.
+    None (default) what the model's ``model.output_rows`` says (auto, never resolved: raw).
 
     Every chunk is padded to exactly ``batch_size`` rows, so one compiled shape serves all
     calls; each row depends only on its own sample, so a sample gets bitwise the same row
@@ -49,6 +49,8 @@ def embed(
         return embed_streamed(state, views, batch_size=batch_size, mask=mask, rows=rows)
     model = state.model()
     output_rows = rows or model.config.output_rows
+    if output_rows == AUTO:  # a model trained without resolving the data's defaults: as trained
+        output_rows = "raw"
     if output_rows not in OUTPUT_ROWS:
         raise ValueError(f"rows must be one of {', '.join(OUTPUT_ROWS)} or None, got {rows!r}")
     arrays: Sequence[np.ndarray] = as_view_arrays(views, allow_missing=True)

@@ -105,7 +105,8 @@ def resolve_run_defaults(
     sample of at most FULL_BATCH_MAX rows, GROWN_BATCH_MAX where views are missing); the record
     names each chosen value and why."""
     described = describe_preprocessing([s.kind for s in splits.scalers], config.data.preprocess)
-    incomplete = config.train.missing_view_batch_growth > 1 and any(missing_rows(v).any() for v in splits.train)
+    views_missing = any(missing_rows(v).any() for v in splits.train)
+    incomplete = config.train.missing_view_batch_growth > 1 and views_missing
     if not config.unresolved_fields() and not incomplete:
         return config, described
     n_train = len(splits.train_labels)
@@ -117,7 +118,15 @@ def resolve_run_defaults(
         sample = tuple(np.asarray(v if rows is None else v[rows]) for v in splits.train)  # x[idx] reads streamed rows
         unreduced = None if splits.unreduced is None else tuple(select_rows(splits.unreduced[0], rows))
     resolved, chosen = resolve_defaults(
-        config, DataShape(views=sample, n_clusters=n_clusters, seed=seed, unreduced_views=unreduced, n_train=n_train)
+        config,
+        DataShape(
+            views=sample,
+            n_clusters=n_clusters,
+            seed=seed,
+            unreduced_views=unreduced,
+            n_train=n_train,
+            views_missing=views_missing,
+        ),
     )
     chosen.update(described)
     return resolved, chosen

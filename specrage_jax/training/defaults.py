@@ -56,12 +56,16 @@ class DataShape:
     seed: int = 0
     unreduced_views: tuple[np.ndarray, ...] | None = None  # graph inputs of data.graph_inputs=unreduced
     n_train: int = 0  # training rows when ``views`` hold a sample of them (or None); 0: the rows of ``views``
+    views_missing: bool | None = None  # some training sample lacks a view; None: read from ``views``
 
     def __post_init__(self) -> None:
         if not self.n_train:
             if self.views is None:
                 raise ValueError("DataShape needs the training views or n_train")
             object.__setattr__(self, "n_train", int(self.views[0].shape[0]))
+        if self.views_missing is None:
+            missing = self.views is not None and any(missing_rows(np.asarray(x)).any() for x in self.views)
+            object.__setattr__(self, "views_missing", missing)
 
 
 def full_batch_size(n_train: int) -> int:
@@ -266,7 +270,8 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
     Explicit values stay as they are, with one exception: where views are missing for some
     training samples, ``train.batch_size`` (the batch for complete data) may grow
     (:func:`batch_for_missing_views`, up to ``train.missing_view_batch_growth`` times). Complete
-    data with nothing unresolved comes back unchanged with an empty record.
+    data with nothing unresolved comes back unchanged with an empty record (``model.output_rows``
+    auto becomes raw there without a record: the embedding as trained).
     """
     graph, train = config.graph, config.train
     chosen: dict[str, Any] = {}
@@ -369,6 +374,16 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 f"batch (a step grows with n x width^2), 512-512-256 with mini-batches, 1024-1024-512 from 50000",
             ),
         )
+    if model.output_rows == AUTO:
+        rows = "unit" if shape.views_missing else "raw"
+        if shape.views_missing:
+            choose(
+                "model.output_rows",
+                rows,
+                "views are missing: a sample's row norm depends on which views it has, not only on its "
+                "cluster, so the embedding's rows are scaled to unit norm",
+            )
+        model = dataclasses.replace(model, output_rows=rows)  # complete data: raw, as trained (not recorded)
     resolved = dataclasses.replace(config, model=model, graph=graph, train=train)
     return resolved, chosen
 
