@@ -236,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
         "--methods",
         nargs="+",
         choices=METHODS,
-        default=list(METHODS),
-        help="methods to run; with --resume a recorded cell reruns only these and keeps the others",
+        default=None,
+        help="methods to run (default: all); with --resume a recorded cell (p > 0) reruns the methods "
+        "named here and keeps the others, and is skipped when none are named",
     )
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -248,11 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         data = load_dataset(dataset, seed=0, data_dir=args.data_dir)
         config = preset_config(dataset, data.n_classes, args.overrides)
         fractions = sorted({0.0, *args.fractions})
-        methods = tuple(args.methods)
+        methods = tuple(args.methods or METHODS)
         for seed in args.seeds:
             for p in fractions:
                 earlier = next((r for r in runs if r["fraction"] == p and r["seed"] == seed), None)
-                if earlier is not None and (p == 0.0 or set(methods) == set(METHODS)):
+                if earlier is not None and (p == 0.0 or args.methods is None):
                     continue  # recorded; --methods reruns those methods of a recorded cell (p > 0)
                 if p == 0.0:
                     cell = {"specrage": train_specrage(data, config, seed=seed)["specrage"]}
