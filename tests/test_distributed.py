@@ -15,18 +15,13 @@ import pytest
 
 from specrage_jax.cli.launch import free_port
 from specrage_jax.training.distributed import ProcessGroup, group_from
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.simulated_devices import ROOT, simulated_devices_env
 
 
 def run_group(out: Path, processes: int, devices_per_process: int, epochs: int = 2) -> dict[str, np.ndarray]:
     """Runs tests/mp_workers/fit_worker.py in ``processes`` processes; returns process 0's arrays."""
     coordinator = f"localhost:{free_port()}"
-    env = {
-        **os.environ,
-        "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices_per_process}",
-        "PYTHONPATH": str(ROOT),
-    }
+    env = simulated_devices_env(devices_per_process)
     workers = [
         subprocess.Popen(
             [
@@ -120,7 +115,7 @@ ARGS = ["--dataset", "digits", "--epochs", "3", "--seed", "0", "--set", "train.b
 
 def specrage(*args: str, cwd: Path, devices: int, timeout: float = 600) -> subprocess.CompletedProcess:
     """The CLI in a subprocess with ``devices`` forced CPU devices per process."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    env = simulated_devices_env(devices)
     return subprocess.run([sys.executable, "-m", "specrage_jax.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)  # fmt: skip
 
@@ -182,7 +177,7 @@ def test_a_killed_process_stops_the_run_and_resume_gives_the_uninterrupted_resul
     import time
 
     run = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
+    env = simulated_devices_env(1)
     launcher = subprocess.Popen(
         [sys.executable, "-m", "specrage_jax.cli", "launch", "--local", "2", "--", "train", *ARGS, "--out", str(run)],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -249,8 +244,7 @@ def test_coordinator_auto_takes_the_group_from_slurm(tmp_path):
     (SLURM_JOB_ID, SLURM_STEP_NODELIST, SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID): JAX finds the
     group itself, the run trains over both and process 0 writes the outputs."""
     _, job = slurm_port_and_job()
-    base = {**os.environ, "PYTHONPATH": str(ROOT), "XLA_FLAGS": "--xla_force_host_platform_device_count=1",
-            "SLURM_JOB_ID": str(job), "SLURM_STEP_NODELIST": "localhost", "SLURM_NTASKS": "2"}  # fmt: skip
+    base = simulated_devices_env(1, SLURM_JOB_ID=str(job), SLURM_STEP_NODELIST="localhost", SLURM_NTASKS="2")
     args = ["--dataset", "digits", "--epochs", "1", "--set", "train.batch_size=256", "--no-figure", "--quiet",
             "--coordinator", "auto", "--out", str(tmp_path / "run")]  # fmt: skip
     workers = [

@@ -380,7 +380,9 @@ def test_a_run_embeds_unit_rows_where_views_are_missing_and_raw_rows_otherwise()
     views = clustered_views(200, 12)
     labels = np.arange(200) % 3
     for dropped, rows in ((False, "raw"), (True, "unit")):
-        data = MultiViewData(views=drop_views(views, 0.4, 13) if dropped else views, labels=labels, name="toy", view_names=("a", "b"))
+        data = MultiViewData(
+            views=drop_views(views, 0.4, 13) if dropped else views, labels=labels, name="toy", view_names=("a", "b")
+        )
         config = preset_config("blobs", 3, ["train.missing_view_batch_growth=1"])
         splits = prepare_splits(data, config, seed=0)
         resolved, chosen = resolve_run_defaults(config, splits, 3, seed=0)

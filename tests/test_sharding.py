@@ -9,12 +9,7 @@ single CPU device of the test process.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -31,8 +26,7 @@ from specrage_jax.training.sharding import (
     shard_batch,
 )
 from specrage_jax.training.steps import Batch
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.simulated_devices import run_child_result
 
 CHILD = textwrap.dedent("""
     import json
@@ -174,17 +168,7 @@ CHILD = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def four_devices() -> dict:
-    env = dict(
-        os.environ,
-        XLA_FLAGS="--xla_force_host_platform_device_count=4",
-        JAX_PLATFORMS="cpu",
-        OPENBLAS_NUM_THREADS="1",
-        PYTHONPATH=str(REPO),
-    )
-    proc = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])
+    return run_child_result(CHILD, devices=4, timeout=300)
 
 
 @pytest.mark.parametrize("through", ["True", "False"])

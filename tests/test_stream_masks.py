@@ -4,9 +4,6 @@ streamed training, pre-training and embedding equal to the same data in memory."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 import zlib
 from pathlib import Path
@@ -35,9 +32,9 @@ from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.loop import take_batch
 from specrage_jax.training.siamese import train_siamese
 from specrage_jax.training.stages import encode_views, train_view_nets
+from tests.simulated_devices import run_child_result
 from tests.test_streaming import SMALL  # the small whole-pipeline configuration
 
-REPO = Path(__file__).resolve().parents[1]
 DIMS = (6, 4)
 MODEL = ModelConfig(n_components=3, view_hidden=(16, 16), weighting_hidden=(8,))
 GRAPH = GraphConfig(n_neighbors=5)
@@ -315,16 +312,5 @@ def test_streamed_masked_batch_over_a_mesh(tmp_path) -> None:
     (missing ones zeroed) and mask split with the rows, equal to the one-device batch."""
     views, _ = views_with_holes(64)
     write_views_memmap(tmp_path, in_chunks(views), 64, DIMS)
-    env = dict(
-        os.environ,
-        XLA_FLAGS="--xla_force_host_platform_device_count=2",
-        JAX_PLATFORMS="cpu",
-        OPENBLAS_NUM_THREADS="1",
-        PYTHONPATH=str(REPO),
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tmp_path)], env=env, cwd=REPO, capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
-    assert json.loads(line[len("RESULT ") :]) == {"equal": True, "finite": True, "mask_equal": True, "sharded": True}
+    result = run_child_result(CHILD, str(tmp_path), devices=2, timeout=120)
+    assert result == {"equal": True, "finite": True, "mask_equal": True, "sharded": True}

@@ -266,13 +266,19 @@ def write_views_memmap(
 # --- reading ------------------------------------------------------------------------------------
 
 
+def read_npy_header(f: Any) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """(shape, fortran_order, dtype, the data's byte offset) of the ``.npy`` file open in ``f``
+    (binary, at its start); ``f`` is left at the data."""
+    version = np.lib.format.read_magic(f)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran_order, dtype = read_header(f)
+    return shape, fortran_order, dtype, f.tell()
+
+
 def map_npy(path: Path) -> tuple[mmap.mmap, np.ndarray, int]:
     """(the read-only mapping, the array viewing it, the data's byte offset) of a C-order ``.npy``."""
     with open(path, "rb") as f:
-        version = np.lib.format.read_magic(f)
-        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran_order, dtype = read_header(f)
-        offset = f.tell()
+        shape, fortran_order, dtype, offset = read_npy_header(f)
         if fortran_order:
             raise ValueError(f"{path}: Fortran-order arrays are not supported (rows must be contiguous)")
         expected = offset + int(np.prod(shape)) * dtype.itemsize

@@ -14,14 +14,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from specrage_jax.data.stream import (
     LABELS_FILE,
     MASK_FILE,
     META_FILE,
     MemmapViews,
     open_views_memmap,
+    read_npy_header,
     view_file,
     write_views_memmap,
 )
@@ -40,9 +39,7 @@ def file_crc32(path: Path, offset: int, chunk_bytes: int = 1 << 24) -> str:
 def npy_data_offset(path: Path) -> int:
     """The byte offset of the data in the ``.npy`` file ``path`` (the length of its header)."""
     with open(path, "rb") as f:
-        version = np.lib.format.read_magic(f)
-        (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(f)
-        return f.tell()
+        return read_npy_header(f)[3]
 
 
 def data_files(data: MemmapViews) -> list[tuple[Path, int]]:

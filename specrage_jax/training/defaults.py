@@ -333,7 +333,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             seed=shape.seed,
         )
         if gaps:
-            m = min(grown, shape.n_train)
+            m = grown  # at most the sampled rows, so at most n_train
             shown = ", ".join(f"{size}: {gap:.3g}" for size, gap in gaps.items())
             train = dataclasses.replace(
                 train,
