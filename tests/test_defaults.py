@@ -236,6 +236,21 @@ def test_a_preset_batch_grows_where_views_are_missing_and_the_record_says_why():
     assert resolve_defaults(explicit, complete) == (rows_as(explicit, "raw"), {})
 
 
+def test_a_grown_batch_keeps_the_steps_of_one_pass_at_the_configured_batch(monkeypatch):
+    x, _ = clustered(1000, 3, 5, seed=9)
+    views = with_missing_views([x, x * 2.0], 0.5, seed=10)
+    monkeypatch.setattr(data_rules, "batch_for_missing_views", lambda *a, **k: (400, 1.5, {100: 0.5, 400: 2.0}))
+    explicit = apply_overrides(ExperimentConfig(), ["train.batch_size=100", "graph.n_neighbors=10", "train.epochs=3"])
+    config, chosen = resolve_defaults(explicit, _shape(views, 3))
+    assert (config.train.batch_size, config.train.steps_per_epoch, config.train.epochs) == (400, 10, 3)
+    assert "as many steps as on complete data" in chosen["train.steps_per_epoch"]["why"]
+    set_steps = apply_overrides(explicit, ["train.steps_per_epoch=4"])
+    assert resolve_defaults(set_steps, _shape(views, 3))[0].train.steps_per_epoch == 4  # as set
+    budget = apply_overrides(explicit, ["train.epochs=0"])  # the step budget: 400 steps at any batch
+    config, _ = resolve_defaults(budget, _shape(views, 3))
+    assert config.train.epochs * config.train.steps_per_epoch >= 400 and config.train.batch_size == 400
+
+
 def rows_as(config: ExperimentConfig, rows: str) -> ExperimentConfig:
     return dataclasses.replace(config, model=dataclasses.replace(config.model, output_rows=rows))
 

@@ -333,7 +333,17 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             seed=shape.seed,
         )
         if gaps:
-            m = grown  # at most the sampled rows, so at most n_train
+            configured, m = m, grown  # grown: at most the sampled rows, so at most n_train
+            if m > configured and train.epochs and not train.steps_per_epoch:
+                train = dataclasses.replace(
+                    train,
+                    steps_per_epoch=choose(
+                        "train.steps_per_epoch",
+                        math.ceil(shape.n_train / configured),
+                        f"the batch grew from {configured} rows: an epoch keeps the gradient steps of one pass "
+                        f"at {configured} rows, so the run takes as many steps as on complete data",
+                    ),
+                )
             shown = ", ".join(f"{size}: {gap:.3g}" for size, gap in gaps.items())
             train = dataclasses.replace(
                 train,
