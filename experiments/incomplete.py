@@ -49,6 +49,7 @@ from specrage_jax.ops.spectral import present_pairs_laplacian_eigenvectors
 from specrage_jax.runs.experiment import evaluate_state, train_on_splits
 from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain, resolve_run_defaults
 from specrage_jax.runs.records import environment_info
+from specrage_jax.training.defaults import auto_output_rows
 from specrage_jax.validation import missing_rows
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -104,7 +105,7 @@ def same_rows_for_every_method(config: ExperimentConfig, present: np.ndarray) ->
     test samples, so all of them are clustered on the same kind of rows as SpecRaGE."""
     if config.model.output_rows != AUTO:
         return config
-    rows = "raw" if present.all() else "unit"
+    rows = auto_output_rows(not present.all())
     return dataclasses.replace(config, model=dataclasses.replace(config.model, output_rows=rows))
 
 

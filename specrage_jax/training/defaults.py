@@ -68,6 +68,12 @@ class DataShape:
             object.__setattr__(self, "views_missing", missing)
 
 
+def auto_output_rows(views_missing: bool) -> str:
+    """``model.output_rows`` auto: unit where some training sample lacks a view (its row norm then
+    follows the views it has), raw otherwise (the embedding as trained)."""
+    return "unit" if views_missing else "raw"
+
+
 def full_batch_size(n_train: int) -> int:
     """m: the whole training set while it fits one step (FULL_BATCH_MAX rows), else FULL_BATCH_MAX."""
     return max(1, min(n_train, FULL_BATCH_MAX))
@@ -352,7 +358,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                     m,
                     f"views are missing: the batch doubles from {train.batch_size} (up to "
                     f"{train.missing_view_batch_growth}x, {GROWN_BATCH_MAX} rows) until its graph splits into "
-                    f"{shape.n_clusters} groups as cleanly as {min(train.batch_size, shape.n_train)} complete samples "
+                    f"{shape.n_clusters} groups as cleanly as {configured} complete samples "
                     f"(eigengap {reference:.3g}); eigengap by batch size: {shown}",
                 ),
             )
@@ -385,7 +391,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             ),
         )
     if model.output_rows == AUTO:
-        rows = "unit" if shape.views_missing else "raw"
+        rows = auto_output_rows(bool(shape.views_missing))
         if shape.views_missing:
             choose(
                 "model.output_rows",
