@@ -81,8 +81,21 @@ def train_specrage(
         "steps": history.steps,
         "seconds": time.perf_counter() - start,
     }
-    graph_inputs = splits.test if codes is None else codes.test
-    return {"specrage": result, "graph_inputs": graph_inputs, "test_labels": splits.test_labels, "config": config}
+    return result
+
+
+def preset_graph_inputs(
+    data: MultiViewData, config: ExperimentConfig, *, seed: int
+) -> tuple[tuple[np.ndarray, ...], np.ndarray, ExperimentConfig]:
+    """(the test split's graph inputs, its labels, the resolved configuration) as the preset builds
+    them: its own Siamese codes or the preprocessed views, never the joint Siamese nets that
+    training on incomplete data may add (``siamese.positives`` own), so the baseline is the
+    data's graph and not one learned by the method it is compared with."""
+    own = dataclasses.replace(config, siamese=dataclasses.replace(config.siamese, positives="own"))
+    splits = prepare_splits(data, own, seed=seed)
+    own, _ = resolve_run_defaults(own, splits, data.n_classes, seed=seed)
+    splits, codes, _ = pretrain(splits, own, seed=seed)
+    return (splits.test if codes is None else codes.test), splits.test_labels, own
 
 
 def spectral_baseline(
@@ -124,24 +137,19 @@ def run_cell(
     incomplete = with_views(data, views)
     config = same_rows_for_every_method(config, present)
     results: dict[str, Any] = {m: earlier[m] for m in METHODS if earlier and m in earlier and m not in methods}
-    if "specrage" in methods or "se_present_pairs" in methods:
-        ours = train_specrage(incomplete, config, seed=seed)
-        if "specrage" in methods:
-            results["specrage"] = ours["specrage"]
-        if "se_present_pairs" in methods:
-            results["se_present_pairs"] = spectral_baseline(
-                ours["graph_inputs"], ours["test_labels"], ours["config"], seed=seed
-            )
+    if "specrage" in methods:
+        results["specrage"] = train_specrage(incomplete, config, seed=seed)
+    if "se_present_pairs" in methods:
+        graph_inputs, test_labels, resolved = preset_graph_inputs(incomplete, config, seed=seed)
+        results["se_present_pairs"] = spectral_baseline(graph_inputs, test_labels, resolved, seed=seed)
     if "complete_only" in methods:
-        results["complete_only"] = train_specrage(incomplete, config, seed=seed, fit_rows=present.all(axis=1))[
-            "specrage"
-        ]
+        results["complete_only"] = train_specrage(incomplete, config, seed=seed, fit_rows=present.all(axis=1))
     if "mean_impute" in methods:
         split = split_indices(
             data.labels, seed=seed, test_fraction=config.data.test_fraction, val_fraction=config.data.val_fraction
         )
         imputed = with_views(data, mean_impute(views, split.train))
-        results["mean_impute"] = train_specrage(imputed, config, seed=seed)["specrage"]
+        results["mean_impute"] = train_specrage(imputed, config, seed=seed)
     results["fraction_missing_per_view"] = (1.0 - present.mean(axis=0)).tolist()
     results["complete_samples"] = float(present.all(axis=1).mean())
     return results
@@ -257,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                 if earlier is not None and (p == 0.0 or args.methods is None):
                     continue  # recorded; --methods reruns those methods of a recorded cell (p > 0)
                 if p == 0.0:
-                    cell = {"specrage": train_specrage(data, config, seed=seed)["specrage"]}
+                    cell = {"specrage": train_specrage(data, config, seed=seed)}
                 else:
                     cell = run_cell(data, config, p, seed=seed, methods=methods, earlier=earlier)
                 runs = [r for r in runs if r is not earlier]

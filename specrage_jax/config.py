@@ -30,6 +30,7 @@ AUTO_WIDTHS = (0,)  # model.view_hidden value resolved from the data at fit
 ACTIVATIONS = ("relu", "leaky_relu", "tanh", "gelu", "none")
 FUSIONS = ("weighting", "average", "linear", "concat", "attention")
 OUTPUT_ROWS = ("raw", "unit")
+SIAMESE_POSITIVES = ("own", "joint")  # siamese.positives: each view's own neighbours, or all views' together
 PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2")
 AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.training.defaults)
 
@@ -226,9 +227,17 @@ class SiameseConfig:
         3, "stop once the loss of held-out pairs (5 %) has not improved by min_delta for this many epochs; 0: never"
     )
     min_delta: float = _f(0.01, "relative improvement of the held-out loss that counts (patience)")
+    positives: str = _f(
+        "own",
+        "where the positive pairs come from: 'own' (each view's nearest neighbours), 'joint' (the nearest "
+        "neighbours under all views together, among the samples that have every view), 'auto' (joint where "
+        "some training sample lacks a view and all views together split those samples clearly more cleanly; "
+        "the nets are then trained even if not enabled; own otherwise)",
+    )
 
     def __post_init__(self) -> None:
         _check_early_stopping("siamese", self.patience, self.min_delta)
+        _check_choice("siamese", "positives", self.positives, (*SIAMESE_POSITIVES, AUTO))
 
 
 @dataclass(frozen=True)
@@ -366,6 +375,7 @@ class ExperimentConfig:
             "train.batch_size": self.train.batch_size == 0,
             "data.graph_inputs": self.data.graph_inputs == AUTO,
             "model.output_rows": self.model.output_rows == AUTO,
+            "siamese.positives": self.siamese.positives == AUTO,  # opt-in: the default is own
         }
         return [name for name, waiting in pending.items() if waiting]
 

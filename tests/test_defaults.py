@@ -175,7 +175,7 @@ def test_explicit_values_win_and_presets_are_untouched():
     assert "graph.n_neighbors" not in chosen and "model.view_hidden" not in chosen
     assert chosen["data.graph_inputs"]["value"] == "model"  # mini-batches: the graph is per batch
     digits = preset("digits")
-    assert resolve_defaults(digits, _shape([x], 4)) == (rows_as(digits, "raw"), {})
+    assert resolve_defaults(digits, _shape([x], 4)) == (as_resolved(digits, "raw"), {})
     assert preset("file:any.mat").unresolved_fields() and preset("file:any.mat").model.view_hidden == AUTO_WIDTHS
 
 
@@ -231,9 +231,9 @@ def test_a_preset_batch_grows_where_views_are_missing_and_the_record_says_why():
     assert config.train.batch_size in (64, 128, 256) and "views are missing" in chosen["train.batch_size"]["why"]
     fixed = apply_overrides(explicit, ["train.missing_view_batch_growth=1"])
     config, chosen = resolve_defaults(fixed, _shape(views, 3))
-    assert config == rows_as(fixed, "unit") and set(chosen) == {"model.output_rows"}
+    assert config == as_resolved(fixed, "unit") and set(chosen) == {"model.output_rows"}
     complete = _shape([x, x[:, ::-1] * 2.0], 3)
-    assert resolve_defaults(explicit, complete) == (rows_as(explicit, "raw"), {})
+    assert resolve_defaults(explicit, complete) == (as_resolved(explicit, "raw"), {})
 
 
 def test_a_grown_batch_keeps_the_steps_of_one_pass_at_the_configured_batch(monkeypatch):
@@ -255,6 +255,11 @@ def rows_as(config: ExperimentConfig, rows: str) -> ExperimentConfig:
     return dataclasses.replace(config, model=dataclasses.replace(config.model, output_rows=rows))
 
 
+def as_resolved(config: ExperimentConfig, rows: str) -> ExperimentConfig:
+    """``config`` with its auto embedding rows and Siamese positives resolved (own: the paper's)."""
+    return dataclasses.replace(rows_as(config, rows), siamese=dataclasses.replace(config.siamese, positives="own"))
+
+
 def test_embedding_rows_go_to_unit_norm_where_views_are_missing_unless_set():
     x, _ = clustered(300, 3, 5, seed=13)
     complete = [x, x[:, ::-1] * 2.0]
@@ -272,6 +277,46 @@ def test_embedding_rows_go_to_unit_norm_where_views_are_missing_unless_set():
     for explicit in ("raw", "unit"):
         kept = rows_as(config, explicit)
         assert resolve_defaults(kept, incomplete)[0].model.output_rows == explicit
+
+
+def test_siamese_positives_are_joint_where_all_views_together_split_the_samples_clearly_more_cleanly():
+    x, _ = clustered(600, 3, 5, seed=21)
+    noise = np.random.default_rng(22).standard_normal((600, 50)).astype(np.float32)  # a view of no use
+    assert ExperimentConfig().siamese.positives == "own"  # the rule is opt-in
+    config = apply_overrides(
+        ExperimentConfig(), ["graph.n_neighbors=10", "train.missing_view_batch_growth=1", "siamese.positives=auto"]
+    )
+    assert not config.siamese.enabled
+    weak = _shape(with_missing_views([noise, x], 0.5, seed=23), 3)
+    joint, own = data_rules.joint_split_scores(weak.views, 3, 600, 10)
+    assert data_rules.joint_is_clearly_cleaner(joint, own)
+    resolved, chosen = resolve_defaults(config, weak)
+    assert (resolved.siamese.positives, resolved.siamese.enabled) == ("joint", True)
+    assert "clearly more cleanly" in chosen["siamese.positives"]["why"] and chosen["siamese.enabled"]["value"] is True
+    # views that agree: each keeps its own neighbours, and the nets stay as configured
+    alike = _shape(with_missing_views([x, x[:, ::-1] * 2.0], 0.5, seed=23), 3)
+    resolved, chosen = resolve_defaults(config, alike)
+    assert (resolved.siamese.positives, resolved.siamese.enabled) == ("own", False)
+    assert "do not split" in chosen["siamese.positives"]["why"]
+    # complete data: own, unrecorded; explicit values stay on incomplete data
+    resolved, chosen = resolve_defaults(config, _shape([noise, x], 3))
+    assert resolved.siamese.positives == "own" and "siamese.positives" not in chosen
+    for explicit in ("own", "joint"):
+        kept = apply_overrides(config, [f"siamese.positives={explicit}"])
+        resolved, chosen = resolve_defaults(kept, weak)
+        assert resolved.siamese == kept.siamese and "siamese.enabled" not in chosen
+
+
+def test_joint_positives_need_enough_samples_with_every_view():
+    x, _ = clustered(60, 3, 5, seed=24)
+    noise = np.random.default_rng(25).standard_normal((60, 50)).astype(np.float32)
+    views = with_missing_views([noise, x], 0.9, seed=26)  # few complete samples: < 10 per cluster
+    assert data_rules.joint_split_scores(views, 3, 60, 5) == (-math.inf, -math.inf)
+    config = apply_overrides(
+        ExperimentConfig(), ["graph.n_neighbors=5", "train.missing_view_batch_growth=1", "siamese.positives=auto"]
+    )
+    resolved, chosen = resolve_defaults(config, _shape(views, 3))
+    assert resolved.siamese.positives == "own" and not resolved.siamese.enabled
 
 
 # --- the whole-set path ------------------------------------------------------------------------

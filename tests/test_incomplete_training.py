@@ -262,6 +262,26 @@ def test_estimator_trains_on_nan_rows_and_on_a_mask_alike_and_survives_save_load
     np.testing.assert_array_equal(loaded.transform(incomplete), by_nan.transform(incomplete))
 
 
+def test_a_weak_view_gets_joint_siamese_nets_that_survive_save_load(tmp_path):
+    """One view of pure noise, one of clusters, half the samples on one view: the samples with
+    both views split far more cleanly under the two together than under the mean of the views'
+    own graphs, so under ``siamese.positives=auto`` the estimator trains Siamese nets on the
+    joint neighbours (``siamese`` not asked for)."""
+    clean = clustered_views(150, 8)[0]
+    noise = np.random.default_rng(9).normal(size=(150, 30)).astype(np.float32)
+    views = drop_views([noise, clean], 0.5, 10)
+    rule = ["siamese.positives=auto", "siamese.hidden=(16,)", "siamese.epochs=2"]
+    est = SpecRaGE(**ESTIMATOR, config_overrides=rule).fit(views)
+    assert est.resolved_defaults_["siamese.positives"]["value"] == "joint"
+    assert est.siamese_nets_ is not None and len(est.siamese_nets_) == 2
+    embedded = est.transform(views)
+    assert np.isfinite(embedded).all()
+    est.save(tmp_path / "model")
+    np.testing.assert_array_equal(SpecRaGE.load(tmp_path / "model").transform(views), embedded)
+    own = SpecRaGE(**ESTIMATOR).fit(views)  # the default: each view's own neighbours, no nets asked for
+    assert own.siamese_nets_ is None and "siamese.positives" not in own.resolved_defaults_
+
+
 def test_complete_data_with_an_all_true_mask_is_bitwise_the_complete_fit():
     views = clustered_views(120, 8)
     plain = SpecRaGE(**ESTIMATOR).fit(views)

@@ -10,10 +10,12 @@ import pytest
 from specrage_jax.config import AutoencoderConfig, ExperimentConfig, SiameseConfig
 from specrage_jax.data import make_blobs_views
 from specrage_jax.runs.prepare import prepare_splits, pretrain, with_n_components
+from specrage_jax.training import pretrained
 from specrage_jax.training.autoencoder import train_autoencoder
 from specrage_jax.training.siamese import (
     contrastive_loss,
     contrastive_pairs,
+    joint_neighbor_space,
     train_siamese,
     training_rows,
 )
@@ -40,6 +42,52 @@ def test_contrastive_pairs_are_neighbours_and_non_neighbours():
     third = np.sort(full, axis=1)[:, 2]
     assert np.all(d[positive == 1] <= third[first[positive == 1]] + 1e-4)
     assert np.all(d[positive == 0] > third[first[positive == 0]] - 1e-4)
+
+
+def test_the_joint_space_counts_every_view_alike_whatever_its_scale():
+    a, _ = clusters(seed=1)
+    b = np.random.default_rng(2).standard_normal((a.shape[0], 40)).astype(np.float32)
+    space = joint_neighbor_space([a, b], seed=0)
+    assert space.shape == (a.shape[0], a.shape[1] + b.shape[1])
+    np.testing.assert_allclose(joint_neighbor_space([1000.0 * a, b], seed=0), space, rtol=1e-4, atol=1e-5)
+    # each view's part has a median distance between rows of about 1
+    for part in (space[:, : a.shape[1]], space[:, a.shape[1] :]):
+        d = np.linalg.norm(part[:, None] - part[None], axis=-1)[np.triu_indices(len(part), 1)]
+        assert np.median(d) == pytest.approx(1.0, rel=0.1)
+
+
+def test_joint_positives_train_each_view_on_the_samples_with_every_view(monkeypatch):
+    x, _ = clusters(seed=3)
+    noise = np.random.default_rng(4).standard_normal((x.shape[0], 20)).astype(np.float32)
+    views = [noise.copy(), x.copy()]
+    views[0][::4] = np.nan  # a quarter lack view 0, a quarter view 1
+    views[1][1::4] = np.nan
+    complete = np.flatnonzero(np.arange(x.shape[0]) % 4 >= 2)
+    config = dataclasses.replace(ExperimentConfig(), siamese=dataclasses.replace(SMALL_SIAMESE, positives="joint"))
+    seen = []
+
+    def record(rows, siamese_config, *, pairs, **kwargs):
+        seen.append((rows, pairs))
+        return train_siamese(rows, siamese_config, pairs=pairs, **kwargs)
+
+    monkeypatch.setattr(pretrained, "train_siamese", record)
+    nets = pretrained.train_siamese_nets(views, config, seed=0)
+    assert len(nets) == 2 and all(np.isfinite(net.encode(x)).all() for net, x in zip(nets, [noise, x]))
+    space = joint_neighbor_space([noise[complete], x[complete]], seed=0)
+    for v, (rows, (first, second, positive)) in enumerate(seen):
+        np.testing.assert_array_equal(rows, [noise, x][v][complete])  # only samples with every view
+        d = np.linalg.norm(space[:, None] - space[None], axis=-1) + np.diag(np.full(len(space), np.inf))
+        third = np.sort(d, axis=1)[:, 2]  # the positives: 3 nearest neighbours in the joint space
+        near = positive == 1
+        assert near.sum() == 3 * len(complete)
+        assert np.all(d[first[near], second[near]] <= third[first[near]] + 1e-4)
+    own = dataclasses.replace(config, siamese=dataclasses.replace(SMALL_SIAMESE, positives="own"))
+    seen.clear()
+    monkeypatch.setattr(pretrained, "train_view_nets", lambda *a, **k: ("own",))
+    assert pretrained.train_siamese_nets(views, own, seed=0) == ("own",) and not seen
+    views[1][2::4] = views[0][3::4] = np.nan  # no sample has every view any more
+    with pytest.raises(ValueError, match="siamese.positives=joint: 0 training samples have every view"):
+        pretrained.train_siamese_nets(views, config, seed=0)
 
 
 def test_contrastive_loss_matches_definition():

@@ -109,6 +109,10 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         last two scale each row to unit L2 norm after the feature scaling), "svd_l2" (rows to unit
         norm, TruncatedSVD to 100 dimensions, rows to unit norm).
       siamese, autoencoder: enable the Siamese-affinity and autoencoder pre-training stages.
+        With ``config_overrides=["siamese.positives=auto"]``, where training samples miss
+        views and the samples that have every view split clearly more cleanly under all views
+        together than under each view alone, Siamese nets are trained whatever ``siamese``
+        says, on those joint neighbours (helps a weak view; see docs, "Choosing settings").
       view_dims: widths (d_1, ..., d_V) of the views stacked in a 2-D X; None: X is one view
         (a list of views needs no view_dims).
       config_overrides: "section.field=value" strings applied last with

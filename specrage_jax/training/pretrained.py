@@ -20,14 +20,20 @@ from typing import Any
 import jax
 import numpy as np
 
-from specrage_jax.config import ExperimentConfig
+from specrage_jax.config import AUTO, ExperimentConfig
 from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.overrides import config_to_dict
 from specrage_jax.training import checkpoint_files as files
 from specrage_jax.training.autoencoder import train_autoencoder
 from specrage_jax.training.checkpoint_files import CheckpointError
-from specrage_jax.training.siamese import train_siamese
+from specrage_jax.training.siamese import (
+    contrastive_pairs,
+    joint_neighbor_space,
+    train_siamese,
+    training_row_indices,
+)
 from specrage_jax.training.stages import encode_views, fresh_stage_net, train_view_nets
+from specrage_jax.validation import missing_rows
 
 PRETRAINED_FORMAT_VERSION = 1
 STAGES = ("autoencoder", "siamese")
@@ -74,9 +80,48 @@ def pretrain_nets(
         timings["autoencoder_seconds"] = time.perf_counter() - start
     if config.siamese.enabled:
         start = time.perf_counter()
-        siamese = restored.siamese or train_view_nets(train_siamese, inputs, config.siamese, config, seed=seed)
+        siamese = restored.siamese or train_siamese_nets(inputs, config, seed=seed)
         timings["siamese_seconds"] = time.perf_counter() - start
     return PretrainedNets(autoencoders, siamese), timings
+
+
+def train_siamese_nets(views: Sequence[Any], config: ExperimentConfig, *, seed: int) -> tuple[TrainedNet, ...]:
+    """One Siamese net per view (n, d_v), its positives by ``config.siamese.positives`` (auto is
+    resolved by :func:`training.defaults.resolve_defaults`; left unresolved, it reads own).
+
+    Joint: every view's net trains on the samples that have every view (the same seeded
+    ``max_samples`` of them for every view), each paired with its ``n_positive`` nearest
+    neighbours under all views together (:func:`training.siamese.joint_neighbor_space`); the
+    other samples' rows are only encoded.
+
+    Raises:
+      ValueError: joint positives with too few samples that have every view.
+    """
+    if config.siamese.positives in ("own", AUTO):
+        return train_view_nets(train_siamese, views, config.siamese, config, seed=seed)
+    siamese = config.siamese
+    present = np.stack([~missing_rows(x) for x in views], axis=1)
+    complete = np.flatnonzero(present.all(axis=1))
+    if complete.size <= siamese.n_positive + 1:
+        raise ValueError(
+            f"siamese.positives=joint: {complete.size} training samples have every view, too few for "
+            f"{siamese.n_positive} positives each; set siamese.positives=own"
+        )
+    keep = training_row_indices(complete.size, siamese.max_samples, seed=seed)
+    complete = complete if keep is None else complete[keep]
+    rows = [np.asarray(x[complete], np.float32) for x in views]  # a streamed view reads these rows
+    space = joint_neighbor_space(rows, seed=seed)
+    return tuple(
+        train_siamese(
+            x,
+            siamese,
+            seed=seed + v,
+            progress=config.train.progress,
+            name=f"view {v}",
+            pairs=contrastive_pairs(space, siamese.n_positive, seed=seed + v, block_size=siamese.pair_block),
+        )
+        for v, x in enumerate(rows)
+    )
 
 
 def pretrained_trees(nets: PretrainedNets) -> dict[str, dict[str, Any]]:

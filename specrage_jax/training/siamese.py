@@ -3,10 +3,16 @@
 Per view, a Siamese MLP h is trained with a contrastive loss on pairs: positives are each
 point's ``n_positive`` nearest neighbours, negatives as many random non-neighbours. Its codes
 z = h(x) then replace x in the batch affinities: ||z_i - z_j||^2 instead of ||x_i - x_j||^2.
+
+The neighbours are the view's own (``siamese.positives="own"``, the paper) or, with
+``"joint"``, those under all views together (:func:`joint_neighbor_space`) among the samples
+that have every view: each view's net then learns to place close what the views agree on, so a
+sample seen through one view alone gets the neighbours its other views would have given it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 import jax
@@ -64,7 +70,8 @@ def _block_neighbors(x: jax.Array, n_neighbors: int) -> jax.Array:
 def contrastive_pairs(
     x: np.ndarray, n_positive: int, *, seed: int, block_size: int = 8192
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(first (p,), second (p,), is_positive (p,)) index pairs over the rows of x (n, d).
+    """(first (p,), second (p,), is_positive (p,)) index pairs over the rows of x (n, d): the
+    space whose nearest neighbours are the positives (a view, or :func:`joint_neighbor_space`).
 
     Neighbours are exact within random blocks of ``block_size`` rows (exact for n <= block_size;
     linear cost for millions of rows). Each point gets its ``n_positive`` nearest neighbours as
@@ -95,25 +102,56 @@ def contrastive_pairs(
     return np.concatenate(firsts), np.concatenate(seconds), np.concatenate(labels)
 
 
-def training_rows(x: np.ndarray, max_samples: int, *, seed: int) -> np.ndarray:
-    """x (n, d) itself, or ``max_samples`` of its rows drawn without replacement (seeded), in order."""
+def training_row_indices(n: int, max_samples: int, *, seed: int) -> np.ndarray | None:
+    """None (all n rows), or ``max_samples`` row indices drawn without replacement (seeded), sorted."""
     if max_samples < 0:
         raise ValueError(f"siamese.max_samples must be >= 0, got {max_samples}")
-    if not max_samples or x.shape[0] <= max_samples:
-        return x
-    keep = np.sort(np.random.default_rng([seed, 1]).choice(x.shape[0], max_samples, replace=False))
-    return x[keep]
+    if not max_samples or n <= max_samples:
+        return None
+    return np.sort(np.random.default_rng([seed, 1]).choice(n, max_samples, replace=False))
+
+
+def training_rows(x: np.ndarray, max_samples: int, *, seed: int) -> np.ndarray:
+    """x (n, d) itself, or ``max_samples`` of its rows drawn without replacement (seeded), in order."""
+    keep = training_row_indices(x.shape[0], max_samples, seed=seed)
+    return x if keep is None else x[keep]
+
+
+def joint_neighbor_space(views: Sequence[np.ndarray], *, seed: int, sample: int = 1000) -> np.ndarray:
+    """(n, sum d_v) float32: the rows of V views of the same n samples side by side, each view
+    divided by its median distance between rows (a seeded sample of ``sample`` rows), so that a
+    squared distance there is the sum over views of the views' squared distances, each in units
+    of its own typical distance: every view counts alike whatever its width or scale."""
+    n = views[0].shape[0]
+    rows = np.random.default_rng([seed, 2]).choice(n, size=min(n, sample), replace=False)
+    scaled = []
+    for x in views:
+        x = np.asarray(x, np.float32)
+        d2 = np.asarray(pairwise_sq_distances(jnp.asarray(x[rows])))
+        typical = float(np.sqrt(np.median(d2[np.triu_indices(len(rows), 1)]))) if len(rows) > 1 else 0.0
+        scaled.append(x / typical if typical > 0 else x)
+    return np.concatenate(scaled, axis=1)
 
 
 def train_siamese(
-    x: np.ndarray, config: SiameseConfig, *, seed: int, progress: bool = False, name: str = "view"
+    x: np.ndarray,
+    config: SiameseConfig,
+    *,
+    seed: int,
+    progress: bool = False,
+    name: str = "view",
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> TrainedNet:
-    """Trains one view's Siamese net on pairs from its training rows x (n, d); with
-    ``config.max_samples`` only on that many seeded random rows (pairs cost n * 2 * n_positive
-    forward pairs per epoch, so 56k-row MNIST views need a subsample on a CPU), stopping early once
-    the loss of held-out pairs stops improving (``config.patience``)."""
-    x = training_rows(x, config.max_samples, seed=seed)
-    first, second, is_positive = contrastive_pairs(x, config.n_positive, seed=seed, block_size=config.pair_block)
+    """Trains one view's Siamese net on pairs of its training rows x (n, d): ``pairs`` (first,
+    second, is_positive) over those rows, or by default each row's nearest neighbours in x
+    (:func:`contrastive_pairs`); then with ``config.max_samples`` only on that many seeded random
+    rows (pairs cost n * 2 * n_positive forward pairs per epoch, so 56k-row MNIST views need a
+    subsample on a CPU). Stops early once the loss of held-out pairs stops improving
+    (``config.patience``)."""
+    if pairs is None:
+        x = training_rows(x, config.max_samples, seed=seed)
+        pairs = contrastive_pairs(x, config.n_positive, seed=seed, block_size=config.pair_block)
+    first, second, is_positive = pairs
     state = create_net_state(siamese_net(x.shape[1], config, seed=seed), config.learning_rate)
     run = run_minibatch_epochs(
         state,
