@@ -3,7 +3,8 @@
 :meth:`ExperimentConfig.auto` leaves them unresolved (0, (0,), "auto"); :func:`resolve_defaults`
 fills each from what the training rows show (their number, the requested number of clusters,
 the views' widths) and says why. An explicit value is never touched, except the batch size
-where views are missing (:func:`batch_for_missing_views`). Per-view preprocessing
+where views are missing (:func:`batch_for_missing_views`) and ``siamese.enabled`` where the
+opt-in ``siamese.positives=auto`` picks joint positives. Per-view preprocessing
 (``data.preprocess="auto"``) is resolved where the scalers are fitted
 (:func:`specrage_jax.data.preprocess.auto_view_kind`); :func:`describe_preprocessing` reports it.
 
