@@ -36,7 +36,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -47,10 +47,17 @@ from specrage_jax.data.preprocess import unit_rows
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.ops.spectral import present_pairs_laplacian_eigenvectors
 from specrage_jax.runs.experiment import evaluate_state, train_on_splits
-from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain, resolve_run_defaults
+from specrage_jax.runs.prepare import (
+    PreparedSplits,
+    SplitCodes,
+    prepare_splits,
+    preset_config,
+    pretrain,
+    resolve_run_defaults,
+)
 from specrage_jax.runs.records import environment_info
 from specrage_jax.training.defaults import auto_output_rows
-from specrage_jax.validation import missing_rows
+from specrage_jax.validation import present_views
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("specrage", "complete_only", "mean_impute", "se_present_pairs")
@@ -60,12 +67,24 @@ def with_views(data: MultiViewData, views: tuple[np.ndarray, ...]) -> MultiViewD
     return MultiViewData(views=views, labels=data.labels, name=data.name, view_names=data.view_names)
 
 
+class SplitGraph(NamedTuple):
+    """What the exact-SE baseline reads: the test split's graph inputs (V arrays (n_test, d_v)),
+    its labels (n_test,) and the resolved configuration (graph settings, rows)."""
+
+    inputs: tuple[np.ndarray, ...]
+    labels: np.ndarray
+    config: ExperimentConfig
+
+
+def _test_graph(splits: PreparedSplits, codes: SplitCodes | None, config: ExperimentConfig) -> SplitGraph:
+    return SplitGraph(splits.test if codes is None else codes.test, splits.test_labels, config)
+
+
 def train_specrage(
     data: MultiViewData, config: ExperimentConfig, *, seed: int, fit_rows: np.ndarray | None = None
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], SplitGraph]:
     """Split (training and validation restricted to ``fit_rows`` when given), preprocess,
-    pre-train, train and score on the test split; plus the exact SE on present pairs of the same
-    test graph inputs."""
+    pre-train, train and score on the test split: (the scores, the test split's graph)."""
     start = time.perf_counter()
     splits = prepare_splits(data, config, seed=seed, fit_rows=fit_rows)
     config, _ = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
@@ -81,21 +100,19 @@ def train_specrage(
         "steps": history.steps,
         "seconds": time.perf_counter() - start,
     }
-    return result
+    return result, _test_graph(splits, codes, config)
 
 
-def preset_graph_inputs(
-    data: MultiViewData, config: ExperimentConfig, *, seed: int
-) -> tuple[tuple[np.ndarray, ...], np.ndarray, ExperimentConfig]:
-    """(the test split's graph inputs, its labels, the resolved configuration) as the preset builds
-    them: its own Siamese codes or the preprocessed views, never the joint Siamese nets that
-    training on incomplete data may add (``siamese.positives`` own), so the baseline is the
-    data's graph and not one learned by the method it is compared with."""
+def preset_test_graph(data: MultiViewData, config: ExperimentConfig, *, seed: int) -> SplitGraph:
+    """The test split's graph as the preset builds it: its own Siamese codes or the preprocessed
+    views, never the joint Siamese nets that training on incomplete data may add
+    (``siamese.positives`` own), so the baseline is the data's graph and not one learned by the
+    method it is compared with."""
     own = dataclasses.replace(config, siamese=dataclasses.replace(config.siamese, positives="own"))
     splits = prepare_splits(data, own, seed=seed)
     own, _ = resolve_run_defaults(own, splits, data.n_classes, seed=seed)
     splits, codes, _ = pretrain(splits, own, seed=seed)
-    return (splits.test if codes is None else codes.test), splits.test_labels, own
+    return _test_graph(splits, codes, own)
 
 
 def spectral_baseline(
@@ -103,7 +120,7 @@ def spectral_baseline(
 ) -> dict[str, Any]:
     """Exact SE of the test split's present-pairs graph, k-means on its (unit) rows as the preset clusters."""
     start = time.perf_counter()
-    present = np.stack([~missing_rows(np.asarray(x)) for x in graph_inputs], axis=1)
+    present = present_views(graph_inputs)
     k = config.model.n_components
     _, vectors = present_pairs_laplacian_eigenvectors(graph_inputs, present, k, config.graph)
     if config.model.output_rows == "unit":
@@ -137,19 +154,25 @@ def run_cell(
     incomplete = with_views(data, views)
     config = same_rows_for_every_method(config, present)
     results: dict[str, Any] = {m: earlier[m] for m in METHODS if earlier and m in earlier and m not in methods}
+    ours = None
     if "specrage" in methods:
-        results["specrage"] = train_specrage(incomplete, config, seed=seed)
+        results["specrage"], ours = train_specrage(incomplete, config, seed=seed)
     if "se_present_pairs" in methods:
-        graph_inputs, test_labels, resolved = preset_graph_inputs(incomplete, config, seed=seed)
-        results["se_present_pairs"] = spectral_baseline(graph_inputs, test_labels, resolved, seed=seed)
+        # the run's own graph where it learned no joint nets; otherwise the preset's, built again
+        graph = (
+            ours
+            if ours is not None and ours.config.siamese.positives == "own"
+            else preset_test_graph(incomplete, config, seed=seed)
+        )
+        results["se_present_pairs"] = spectral_baseline(graph.inputs, graph.labels, graph.config, seed=seed)
     if "complete_only" in methods:
-        results["complete_only"] = train_specrage(incomplete, config, seed=seed, fit_rows=present.all(axis=1))
+        results["complete_only"] = train_specrage(incomplete, config, seed=seed, fit_rows=present.all(axis=1))[0]
     if "mean_impute" in methods:
         split = split_indices(
             data.labels, seed=seed, test_fraction=config.data.test_fraction, val_fraction=config.data.val_fraction
         )
         imputed = with_views(data, mean_impute(views, split.train))
-        results["mean_impute"] = train_specrage(imputed, config, seed=seed)
+        results["mean_impute"] = train_specrage(imputed, config, seed=seed)[0]
     results["fraction_missing_per_view"] = (1.0 - present.mean(axis=0)).tolist()
     results["complete_samples"] = float(present.all(axis=1).mean())
     return results
@@ -265,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                 if earlier is not None and (p == 0.0 or args.methods is None):
                     continue  # recorded; --methods reruns those methods of a recorded cell (p > 0)
                 if p == 0.0:
-                    cell = {"specrage": train_specrage(data, config, seed=seed)}
+                    cell = {"specrage": train_specrage(data, config, seed=seed)[0]}
                 else:
                     cell = run_cell(data, config, p, seed=seed, methods=methods, earlier=earlier)
                 runs = [r for r in runs if r is not earlier]

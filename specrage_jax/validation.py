@@ -122,6 +122,12 @@ def present_rows(x: Any) -> Any:
     return x.take(np.flatnonzero(~missing)) if is_row_source(x) else x[~missing]
 
 
+def present_views(views: Sequence[Any]) -> np.ndarray:
+    """(n, V) bool: True where sample i has view v (its row is not all NaN; a view streamed from
+    disk answers from its mask, unread). No checks: :func:`view_presence` validates as well."""
+    return np.stack([~missing_rows(x if is_row_source(x) else np.asarray(x)) for x in views], axis=1)
+
+
 def view_presence(views: Sequence[np.ndarray], mask: Any = None, *, what: str = "views") -> np.ndarray:
     """(n, V) bool, True where view v of sample i is present (used in the fusion).
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from specrage_jax.validation import as_view_arrays, check_label_shape, missing_rows, view_presence
+from specrage_jax.validation import as_view_arrays, check_label_shape, present_views, view_presence
 
 
 def _as_class_labels(labels: np.ndarray, n_samples: int, *, what: str) -> np.ndarray:
@@ -69,7 +69,7 @@ class MultiViewData:
     @property
     def present(self) -> np.ndarray:
         """(n, V) bool: True where the sample has the view (its row is not all NaN)."""
-        return np.stack([~missing_rows(v) for v in self.views], axis=1)
+        return present_views(self.views)
 
     @property
     def view_dims(self) -> tuple[int, ...]:

@@ -27,7 +27,7 @@ from sklearn.neighbors import NearestNeighbors
 from specrage_jax.config import AUTO, AUTO_WIDTHS, ExperimentConfig, SiameseConfig
 from specrage_jax.ops.spectral import sparse_gaussian_graph
 from specrage_jax.training.siamese import joint_neighbor_space
-from specrage_jax.validation import missing_rows
+from specrage_jax.validation import missing_rows, present_views
 
 FULL_BATCH_MAX = 4096  # up to this many training rows, every step sees the whole training set
 NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen among these
@@ -85,12 +85,12 @@ def joint_split_scores(
     views): the graph under all views together (:func:`training.siamese.joint_neighbor_space`)
     and the mean of the views' own graphs (what training sees). -inf where too few samples have
     every view for a graph of k groups."""
-    present = np.stack([~missing_rows(np.asarray(x)) for x in views], axis=1)
+    present = present_views(views)
     complete = np.flatnonzero(present.all(axis=1))
     if len(complete) < JOINT_MIN_PER_CLUSTER * n_clusters or len(complete) <= max(l, n_clusters) + 1:
         return -math.inf, -math.inf
     rows = complete[seeded_rows(len(complete), min(batch_rows, len(complete)), seed=seed, stream=8)]
-    batch = [np.asarray(x, np.float32)[rows] for x in views]
+    batch = [np.asarray(x)[rows].astype(np.float32) for x in views]
     everything = np.arange(len(rows))
     joint = batch_eigengap([joint_neighbor_space(batch, seed=seed)], everything, l, n_clusters)
     return joint, batch_eigengap(batch, everything, l, n_clusters)
@@ -229,7 +229,7 @@ def batch_for_missing_views(
     """
     n = views[0].shape[0]
     m = min(batch_rows, n)
-    present = np.stack([~missing_rows(np.asarray(x)) for x in views], axis=1)
+    present = present_views(views)
     if present.all() or max_factor <= 1:
         return m, math.nan, {}
     complete = np.flatnonzero(present.all(axis=1))

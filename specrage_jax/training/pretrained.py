@@ -33,7 +33,7 @@ from specrage_jax.training.siamese import (
     training_row_indices,
 )
 from specrage_jax.training.stages import encode_views, fresh_stage_net, train_view_nets
-from specrage_jax.validation import missing_rows
+from specrage_jax.validation import present_views
 
 PRETRAINED_FORMAT_VERSION = 1
 STAGES = ("autoencoder", "siamese")
@@ -100,7 +100,7 @@ def train_siamese_nets(views: Sequence[Any], config: ExperimentConfig, *, seed: 
     if config.siamese.positives in ("own", AUTO):
         return train_view_nets(train_siamese, views, config.siamese, config, seed=seed)
     siamese = config.siamese
-    present = np.stack([~missing_rows(x) for x in views], axis=1)
+    present = present_views(views)
     complete = np.flatnonzero(present.all(axis=1))
     if complete.size <= siamese.n_positive + 1:
         raise ValueError(

@@ -142,12 +142,13 @@ def train_siamese(
     name: str = "view",
     pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> TrainedNet:
-    """Trains one view's Siamese net on pairs of its training rows x (n, d): ``pairs`` (first,
-    second, is_positive) over those rows, or by default each row's nearest neighbours in x
-    (:func:`contrastive_pairs`); then with ``config.max_samples`` only on that many seeded random
-    rows (pairs cost n * 2 * n_positive forward pairs per epoch, so 56k-row MNIST views need a
-    subsample on a CPU). Stops early once the loss of held-out pairs stops improving
-    (``config.patience``)."""
+    """Trains one view's Siamese net on pairs of its training rows x (n, d), stopping early once
+    the loss of held-out pairs stops improving (``config.patience``).
+
+    By default the pairs are each row's nearest neighbours in x (:func:`contrastive_pairs`), on
+    only ``config.max_samples`` seeded random rows when set (pairs cost n * 2 * n_positive forward
+    pairs per epoch, so 56k-row MNIST views need a subsample on a CPU). Given ``pairs`` (first,
+    second, is_positive) index x as it is: the caller has drawn the rows."""
     if pairs is None:
         x = training_rows(x, config.max_samples, seed=seed)
         pairs = contrastive_pairs(x, config.n_positive, seed=seed, block_size=config.pair_block)
