@@ -44,6 +44,27 @@ def test_contrastive_pairs_are_neighbours_and_non_neighbours():
     assert np.all(d[positive == 0] > third[first[positive == 0]] - 1e-4)
 
 
+def test_far_negatives_lie_beyond_the_anchors_median_distance_and_keep_the_positives():
+    x, labels = clusters()
+    first, second, positive = contrastive_pairs(x, 3, seed=0, far_negatives=True)
+    assert first.size == second.size == positive.size == 2 * 3 * x.shape[0]
+    full = np.linalg.norm(x[:, None] - x[None], axis=-1)
+    median = np.median(full, axis=1)  # the block is the whole set (n < block_size)
+    negative = positive == 0
+    assert np.all(full[first[negative], second[negative]] > median[first[negative]] - 1e-4)
+    # uniform non-neighbours hit the anchor's own cluster about a third of the time; far ones never here
+    assert np.mean(labels[first[negative]] == labels[second[negative]]) == 0.0
+    uniform = contrastive_pairs(x, 3, seed=0)
+    assert np.mean(labels[uniform[0][uniform[2] == 0]] == labels[uniform[1][uniform[2] == 0]]) > 0.2
+    near = positive == 1
+    np.testing.assert_array_equal(np.sort(second[near]), np.sort(uniform[1][uniform[2] == 1]))
+    # identical rows: none is farther than the median, so the negatives fall back to non-neighbours
+    f, s, y = contrastive_pairs(np.zeros((6, 2), np.float32), 2, seed=0, far_negatives=True)
+    for anchor in range(6):
+        mine = f == anchor
+        assert not set(s[mine & (y == 0)]) & ({anchor} | set(s[mine & (y == 1)]))
+
+
 def test_the_joint_space_counts_every_view_alike_whatever_its_scale():
     a, _ = clusters(seed=1)
     b = np.random.default_rng(2).standard_normal((a.shape[0], 40)).astype(np.float32)
@@ -81,6 +102,9 @@ def test_joint_positives_train_each_view_on_the_samples_with_every_view(monkeypa
         near = positive == 1
         assert near.sum() == 3 * len(complete)
         assert np.all(d[first[near], second[near]] <= third[first[near]] + 1e-4)
+        finite = np.where(np.isinf(d), 0.0, d)  # the diagonal back at 0, as the median counts it
+        median = np.median(finite, axis=1)
+        assert np.all(finite[first[~near], second[~near]] > median[first[~near]] - 1e-4)  # far negatives
     own = dataclasses.replace(config, siamese=dataclasses.replace(SMALL_SIAMESE, positives="own"))
     seen.clear()
     monkeypatch.setattr(pretrained, "train_view_nets", lambda *a, **k: ("own",))

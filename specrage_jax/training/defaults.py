@@ -446,7 +446,7 @@ def _resolve_siamese_positives(
     together than under the mean of the views' own graphs (:func:`joint_split_scores`,
     :func:`joint_is_clearly_cleaner`); the Siamese nets are then enabled. Own otherwise; complete
     data: own, unrecorded (the paper's). Not the default: on BDGP it lifts p 0.5 from 0.916 to
-    0.943 over 5 seeds but merged classes at p 0.3 on two seeds of three (BUILD_NOTES)."""
+    0.930 over 5 seeds, but k-means merged two classes at p 0.1 (BUILD_NOTES)."""
     if not shape.views_missing or shape.views is None:
         return dataclasses.replace(siamese, positives="own")
     joint, own = joint_split_scores(shape.views, shape.n_clusters, batch_rows, l, seed=shape.seed)

@@ -91,8 +91,9 @@ def train_siamese_nets(views: Sequence[Any], config: ExperimentConfig, *, seed: 
 
     Joint: every view's net trains on the samples that have every view (the same seeded
     ``max_samples`` of them for every view), each paired with its ``n_positive`` nearest
-    neighbours under all views together (:func:`training.siamese.joint_neighbor_space`); the
-    other samples' rows are only encoded.
+    neighbours under all views together (:func:`training.siamese.joint_neighbor_space`) and as
+    many negatives farther than its median joint distance; the other samples' rows are only
+    encoded.
 
     Raises:
       ValueError: joint positives with too few samples that have every view.
@@ -118,7 +119,9 @@ def train_siamese_nets(views: Sequence[Any], config: ExperimentConfig, *, seed: 
             seed=seed + v,
             progress=config.train.progress,
             name=f"view {v}",
-            pairs=contrastive_pairs(space, siamese.n_positive, seed=seed + v, block_size=siamese.pair_block),
+            pairs=contrastive_pairs(
+                space, siamese.n_positive, seed=seed + v, block_size=siamese.pair_block, far_negatives=True
+            ),
         )
         for v, x in enumerate(rows)
     )

@@ -8,6 +8,8 @@ The neighbours are the view's own (``siamese.positives="own"``, the paper) or, w
 ``"joint"``, those under all views together (:func:`joint_neighbor_space`) among the samples
 that have every view: each view's net then learns to place close what the views agree on, so a
 sample seen through one view alone gets the neighbours its other views would have given it.
+Joint pairs draw their negatives beyond each sample's median joint distance, so a net that cannot
+reproduce the joint distance from its one view is not taught to push a class's members apart.
 """
 
 from __future__ import annotations
@@ -67,15 +69,36 @@ def _block_neighbors(x: jax.Array, n_neighbors: int) -> jax.Array:
     return nearest_neighbors(pairwise_sq_distances(x), n_neighbors)[1]
 
 
+@partial(jax.jit, static_argnames="n_neighbors")
+def _block_neighbors_and_far_rows(x: jax.Array, n_neighbors: int, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(neighbours (b, l), negatives (b, l)) of the rows of x (b, d): each row's l nearest rows,
+    and l rows drawn uniformly (with replacement) among those farther from it than its median
+    distance, or among all its non-neighbours where no row is."""
+    b = x.shape[0]
+    d2 = pairwise_sq_distances(x)
+    neighbors = nearest_neighbors(d2, n_neighbors)[1]
+    taken = jnp.eye(b, dtype=bool).at[jnp.arange(b)[:, None], neighbors].set(True)
+    far = (d2 > jnp.median(d2, axis=1, keepdims=True)) & ~taken
+    allowed = jnp.where(far.any(axis=1, keepdims=True), far, ~taken)
+    counts = jnp.cumsum(allowed, axis=1)  # (b, b): allowed rows up to and including each column
+    draws = jax.random.randint(key, (n_neighbors, b), 0, counts[:, -1])  # the u-th allowed row, u < count
+    negatives = jax.lax.map(lambda u: jnp.sum(counts <= u[:, None], axis=1), draws)  # (l, b)
+    return neighbors, negatives.T
+
+
 def contrastive_pairs(
-    x: np.ndarray, n_positive: int, *, seed: int, block_size: int = 8192
+    x: np.ndarray, n_positive: int, *, seed: int, block_size: int = 8192, far_negatives: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(first (p,), second (p,), is_positive (p,)) index pairs over the rows of x (n, d): the
     space whose nearest neighbours are the positives (a view, or :func:`joint_neighbor_space`).
 
     Neighbours are exact within random blocks of ``block_size`` rows (exact for n <= block_size;
     linear cost for millions of rows). Each point gets its ``n_positive`` nearest neighbours as
-    positives and as many uniformly drawn non-neighbours from its block as negatives.
+    positives and as many negatives from its block: uniformly drawn non-neighbours (the paper),
+    or with ``far_negatives`` rows farther from it than its median distance in the block, so a
+    negative is rarely a sample of its own group (for the joint positives: a net that cannot
+    reproduce the joint distance from one view would otherwise push a class's members apart and
+    split it).
     """
     rng = np.random.default_rng(seed)
     n = x.shape[0]
@@ -87,19 +110,32 @@ def contrastive_pairs(
         block = order[start : start + block_size]
         if block.size <= n_positive + 1:  # a tiny tail block joins the previous one's geometry poorly; skip
             continue
-        neighbors = np.asarray(_block_neighbors(jnp.asarray(x[block]), n_positive))  # (b, n_positive)
         b = block.size
         anchors = np.repeat(np.arange(b), n_positive)
-        positives = neighbors.reshape(-1)
-        negatives = rng.integers(0, b, size=anchors.size)
-        clash = (negatives[:, None] == neighbors[anchors]).any(axis=1) | (negatives == anchors)
-        while clash.any():  # redraw the few negatives that hit a neighbour or the point itself
-            negatives[clash] = rng.integers(0, b, size=int(clash.sum()))
-            clash = (negatives[:, None] == neighbors[anchors]).any(axis=1) | (negatives == anchors)
+        if far_negatives:
+            key = jax.random.key(int(rng.integers(2**31)))
+            found = _block_neighbors_and_far_rows(jnp.asarray(x[block]), n_positive, key)
+            positives, negatives = (np.asarray(a).reshape(-1) for a in found)
+        else:
+            neighbors = np.asarray(_block_neighbors(jnp.asarray(x[block]), n_positive))  # (b, n_positive)
+            positives = neighbors.reshape(-1)
+            negatives = uniform_non_neighbors(neighbors, anchors, rng)
         firsts += [block[anchors], block[anchors]]
         seconds += [block[positives], block[negatives]]
         labels += [np.ones(anchors.size, np.float32), np.zeros(anchors.size, np.float32)]
     return np.concatenate(firsts), np.concatenate(seconds), np.concatenate(labels)
+
+
+def uniform_non_neighbors(neighbors: np.ndarray, anchors: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(p,) rows drawn uniformly from a block of b rows, one per anchor (p,), none of them the
+    anchor or one of its neighbours (b, n_positive)."""
+    b = neighbors.shape[0]
+    negatives = rng.integers(0, b, size=anchors.size)
+    clash = (negatives[:, None] == neighbors[anchors]).any(axis=1) | (negatives == anchors)
+    while clash.any():  # redraw the few negatives that hit a neighbour or the point itself
+        negatives[clash] = rng.integers(0, b, size=int(clash.sum()))
+        clash = (negatives[:, None] == neighbors[anchors]).any(axis=1) | (negatives == anchors)
+    return negatives
 
 
 def training_row_indices(n: int, max_samples: int, *, seed: int) -> np.ndarray | None:
