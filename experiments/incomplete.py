@@ -166,7 +166,9 @@ def run_cell(
         )
         results["se_present_pairs"] = spectral_baseline(graph.inputs, graph.labels, graph.config, seed=seed)
     if "complete_only" in methods:
-        results["complete_only"] = train_specrage(incomplete, config, seed=seed, fit_rows=present.all(axis=1))[0]
+        results["complete_only"] = train_specrage(
+            incomplete, config, seed=seed, fit_rows=np.asarray(present.all(axis=1))
+        )[0]
     if "mean_impute" in methods:
         split = split_indices(
             data.labels, seed=seed, test_fraction=config.data.test_fraction, val_fraction=config.data.val_fraction
