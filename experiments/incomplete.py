@@ -63,10 +63,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("specrage", "complete_only", "mean_impute", "se_present_pairs")
 
 
-def with_views(data: MultiViewData, views: tuple[np.ndarray, ...]) -> MultiViewData:
-    return MultiViewData(views=views, labels=data.labels, name=data.name, view_names=data.view_names)
-
-
 class SplitGraph(NamedTuple):
     """What the exact-SE baseline reads: the test split's graph inputs (V arrays (n_test, d_v)),
     its labels (n_test,) and the resolved configuration (graph settings, rows)."""
@@ -151,7 +147,7 @@ def run_cell(
     """The ``methods`` at one fraction p and seed; the other methods' results are kept from
     ``earlier`` (the same cell of an earlier run), if any."""
     views, present = remove_views_at_random(data.views, fraction, seed=seed)
-    incomplete = with_views(data, views)
+    incomplete = data.with_views(views)
     config = same_rows_for_every_method(config, present)
     results: dict[str, Any] = {m: earlier[m] for m in METHODS if earlier and m in earlier and m not in methods}
     ours = None
@@ -173,7 +169,7 @@ def run_cell(
         split = split_indices(
             data.labels, seed=seed, test_fraction=config.data.test_fraction, val_fraction=config.data.val_fraction
         )
-        imputed = with_views(data, mean_impute(views, split.train))
+        imputed = data.with_views(mean_impute(views, split.train))
         results["mean_impute"] = train_specrage(imputed, config, seed=seed)[0]
     results["fraction_missing_per_view"] = (1.0 - present.mean(axis=0)).tolist()
     results["complete_samples"] = float(present.all(axis=1).mean())
