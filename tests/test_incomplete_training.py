@@ -429,3 +429,29 @@ def test_the_shared_training_path_names_a_sparse_view_in_either_scale_mode():
         )
         with pytest.raises(ValueError, match=r"view 0 is present on only 3 of the 60 training rows"):
             train_model(views, [v[:0] for v in views], config, seed=0)
+
+
+def test_the_supervised_reference_scores_every_test_sample_once_by_its_group_of_views(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "incomplete_ceiling.py"
+    spec = importlib.util.spec_from_file_location("incomplete_ceiling_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(
+        ["--datasets", "blobs", "--fractions", "0.5", "--seeds", "0", "--max-train", "50", "--out", str(tmp_path)]
+    )
+    result = json.loads((tmp_path / "incomplete_blobs_supervised.json").read_text())
+    cells = {r["fraction"]: r for r in result["runs"]}
+    assert set(cells) == {0.0, 0.5}
+    assert list(cells[0.0]["groups"]) == ["views 0+1"]
+    assert set(cells[0.5]["groups"]) == {"views 0+1", "views 0", "views 1"}
+    n_test = cells[0.0]["groups"]["views 0+1"]["n_test"]
+    assert sum(g["n_test"] for g in cells[0.5]["groups"].values()) == n_test
+    assert all(g["n_train"] <= 50 for g in cells[0.5]["groups"].values())
+    overall = sum(g["acc"] * g["n_test"] for g in cells[0.5]["groups"].values()) / n_test
+    assert cells[0.5]["acc"] == pytest.approx(overall)
+    assert cells[0.0]["acc"] > 0.9  # labelled, well-separated blobs
+    assert result["acc_mean_by_fraction"] == {"0.0": cells[0.0]["acc"], "0.5": cells[0.5]["acc"]}
