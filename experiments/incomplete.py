@@ -90,6 +90,7 @@ def train_specrage(
     result = {
         **{key: metrics["kmeans"][key] for key in ("acc", "nmi", "ari")},
         "svm_acc": metrics["svm"]["acc"],
+        **({"kmeans_by_views": metrics["kmeans_by_views"]} if "kmeans_by_views" in metrics else {}),
         "mean_view_weights": metrics["mean_view_weights"],
         "n_train": len(splits.train_labels),
         "batch_size": config.train.batch_size,

@@ -29,17 +29,13 @@ from sklearn.svm import SVC
 
 from specrage_jax.data import load_dataset
 from specrage_jax.data.incomplete import remove_views_at_random
+from specrage_jax.evaluation.metrics import view_group_name, view_groups
 from specrage_jax.runs.prepare import PreparedSplits, prepare_splits, preset_config
 from specrage_jax.runs.records import environment_info
 from specrage_jax.validation import present_views
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SVM_C = 10.0
-
-
-def group_name(pattern: tuple[bool, ...]) -> str:
-    """'views 0+2' for the views a group of samples has."""
-    return "views " + "+".join(str(v) for v, has in enumerate(pattern) if has)
 
 
 def side_by_side(views: tuple[np.ndarray, ...], rows: np.ndarray, pattern: tuple[bool, ...]) -> np.ndarray:
@@ -53,7 +49,7 @@ def supervised_by_group(splits: PreparedSplits, *, max_train: int, seed: int) ->
     correct = np.zeros(len(splits.test_labels), bool)
     groups: dict[str, Any] = {}
     rng = np.random.default_rng(seed)
-    for pattern in sorted({tuple(bool(b) for b in row) for row in test_present}, key=lambda p: (-sum(p), p)):
+    for pattern in view_groups(test_present):
         needed = np.asarray(pattern)
         fit_rows = np.flatnonzero(np.all(train_present[:, needed], axis=1))
         if len(fit_rows) > max_train:
@@ -64,7 +60,7 @@ def supervised_by_group(splits: PreparedSplits, *, max_train: int, seed: int) ->
         svm = SVC(C=SVM_C).fit(side_by_side(splits.train, fit_mask, pattern), splits.train_labels[fit_mask])
         predicted = svm.predict(side_by_side(splits.test, test_rows, pattern))
         correct[test_rows] = predicted == splits.test_labels[test_rows]
-        groups[group_name(pattern)] = {
+        groups[view_group_name(pattern)] = {
             "n_test": int(test_rows.sum()),
             "n_train": int(fit_mask.sum()),
             "acc": float(correct[test_rows].mean()),

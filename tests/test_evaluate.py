@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specrage_jax.evaluation.metrics import (
+    accuracy_by_views,
     clustering_accuracy,
     kmeans_metrics,
+    matched_samples,
     summarize_seeds,
     svm_metrics,
 )
@@ -60,6 +62,36 @@ def test_clustering_accuracy_with_more_or_fewer_clusters_than_classes():
     # One cluster for two classes: only one class can be right.
     assert clustering_accuracy(labels_true, np.zeros(6, dtype=int)) == pytest.approx(0.5)
     assert isinstance(clustering_accuracy(labels_true, labels_true), float)
+
+
+@settings(max_examples=60, deadline=None)
+@given(k_true=st.integers(1, 4), k_pred=st.integers(1, 5), n=st.integers(1, 30), seed=st.integers(0, 2**31 - 1))
+def test_the_matched_samples_are_the_ones_clustering_accuracy_counts(k_true, k_pred, n, seed):
+    rng = np.random.default_rng(seed)
+    labels_true, labels_pred = rng.integers(0, k_true, size=n), rng.integers(0, k_pred, size=n)
+    right = matched_samples(labels_true, labels_pred)
+    assert right.shape == (n,) and right.dtype == np.bool_
+    assert np.mean(right) == clustering_accuracy(labels_true, labels_pred)
+    # a sample counted right sits in a cluster that holds more of its class than of any class the
+    # map did not give that cluster: its cluster's matched class is its own
+    for cluster in np.unique(labels_pred[right]):
+        assert np.unique(labels_true[right & (labels_pred == cluster)]).size == 1
+
+
+def test_accuracy_by_views_scores_each_group_under_one_map_of_clusters_to_classes():
+    labels = np.array([0, 0, 1, 1, 2, 2, 2])
+    clusters = np.array([5, 5, 7, 7, 7, 9, 9])  # 5 -> 0, 7 -> 1, 9 -> 2: sample 4 is wrong
+    present = np.array([[1, 1], [1, 0], [1, 1], [0, 1], [1, 0], [1, 1], [0, 1]], bool)
+    scores = accuracy_by_views(labels, clusters, present)
+    assert list(scores) == ["views 0+1", "views 0", "views 1"]
+    assert scores["views 0+1"] == {"n": 3, "acc": 1.0}
+    assert scores["views 0"] == {"n": 2, "acc": 0.5}
+    assert scores["views 1"] == {"n": 2, "acc": 1.0}
+    # the group means weighted by their sizes are the overall ACC
+    overall = sum(g["n"] * g["acc"] for g in scores.values()) / len(labels)
+    assert overall == pytest.approx(clustering_accuracy(labels, clusters))
+    with pytest.raises(ValueError, match="present must be"):
+        accuracy_by_views(labels, clusters, present[:-1])
 
 
 def separated_gaussians(n_per_class: int, n_classes: int, dim: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

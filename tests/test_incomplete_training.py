@@ -379,6 +379,8 @@ def test_the_incomplete_data_script_writes_every_method_and_the_figure(tmp_path)
     assert cells[0.5]["complete_only"]["n_train"] < cells[0.5]["specrage"]["n_train"]
     for method in module.METHODS:
         assert 0.0 <= cells[0.5][method]["acc"] <= 1.0
+    assert "kmeans_by_views" not in cells[0.0]["specrage"]
+    assert set(cells[0.5]["specrage"]["kmeans_by_views"]) == {"views 0+1", "views 0", "views 1"}
     assert (tmp_path / "incomplete_blobs.png").stat().st_size > 1000
     # every method of a cell is clustered on the rows the incomplete data calls for
     auto = module.preset_config("blobs", 3)
@@ -455,3 +457,32 @@ def test_the_supervised_reference_scores_every_test_sample_once_by_its_group_of_
     assert cells[0.5]["acc"] == pytest.approx(overall)
     assert cells[0.0]["acc"] > 0.9  # labelled, well-separated blobs
     assert result["acc_mean_by_fraction"] == {"0.0": cells[0.0]["acc"], "0.5": cells[0.5]["acc"]}
+
+
+def test_a_runs_metrics_score_each_group_of_test_samples_only_where_views_are_missing():
+    from specrage_jax.data import MultiViewData
+    from specrage_jax.runs.experiment import evaluate_state
+    from specrage_jax.runs.prepare import prepare_splits, preset_config, resolve_run_defaults
+    from specrage_jax.validation import present_views
+
+    views = clustered_views(200, 12)
+    labels = np.arange(200) % 3
+    for dropped in (False, True):
+        data = MultiViewData(
+            views=drop_views(views, 0.4, 13) if dropped else views, labels=labels, name="toy", view_names=("a", "b")
+        )
+        config = preset_config("blobs", 3, ["train.missing_view_batch_growth=1", "graph.scale_mode=batch"])
+        splits = prepare_splits(data, config, seed=0)
+        resolved, _ = resolve_run_defaults(config, splits, 3, seed=0)
+        state = create_state([2, 2], resolved.model, resolved.graph, OrthoConfig(), learning_rate=1e-3, seed=0)
+        metrics = evaluate_state(state, splits, resolved, seed=0).metrics
+        if not dropped:
+            assert "kmeans_by_views" not in metrics  # complete data: the record is as before
+            continue
+        groups = metrics["kmeans_by_views"]
+        present = present_views(splits.test)
+        assert set(groups) == {"views 0+1", "views 0", "views 1"}
+        assert groups["views 0"]["n"] == int((present[:, 0] & ~present[:, 1]).sum())
+        assert sum(g["n"] for g in groups.values()) == len(splits.test_labels)
+        overall = sum(g["n"] * g["acc"] for g in groups.values()) / len(splits.test_labels)
+        assert overall == pytest.approx(metrics["kmeans"]["acc"])

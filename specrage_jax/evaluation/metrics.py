@@ -46,6 +46,12 @@ def clustering_accuracy(labels_true: np.ndarray, labels_pred: np.ndarray) -> flo
     labels_true (n,), labels_pred (n,); the number of clusters may differ from the number of
     classes (samples in unmatched clusters count as wrong).
     """
+    return float(np.mean(matched_samples(labels_true, labels_pred)))
+
+
+def matched_samples(labels_true: np.ndarray, labels_pred: np.ndarray) -> np.ndarray:
+    """(n,) bool: whether each sample's cluster maps to its class under the best one-to-one map
+    of clusters to classes (the map :func:`clustering_accuracy` scores)."""
     labels_true = np.asarray(labels_true)
     if labels_true.ndim != 1 or labels_true.shape[0] == 0:
         raise ValueError(f"labels_true must be a non-empty 1-D array, got shape {labels_true.shape}")
@@ -55,7 +61,35 @@ def clustering_accuracy(labels_true: np.ndarray, labels_pred: np.ndarray) -> flo
     contingency = np.zeros((classes.size, clusters.size), dtype=np.int64)
     np.add.at(contingency, (class_index, cluster_index), 1)
     rows, cols = linear_sum_assignment(contingency, maximize=True)
-    return float(contingency[rows, cols].sum() / labels_true.shape[0])
+    class_of_cluster = np.full(clusters.size, -1)
+    class_of_cluster[cols] = rows
+    return class_of_cluster[cluster_index] == class_index
+
+
+def view_group_name(has_view: Sequence[bool]) -> str:
+    """'views 0+2' for a sample that has views 0 and 2 (its row of a presence mask)."""
+    return "views " + "+".join(str(v) for v, has in enumerate(has_view) if has)
+
+
+def view_groups(present: np.ndarray) -> list[tuple[bool, ...]]:
+    """The distinct rows of a presence mask (n, V), groups with more views first, then by their views."""
+    distinct = {tuple(bool(b) for b in row) for row in np.asarray(present, bool)}
+    return sorted(distinct, key=lambda group: (-sum(group), np.flatnonzero(group).tolist()))
+
+
+def accuracy_by_views(labels_true: np.ndarray, labels_pred: np.ndarray, present: np.ndarray) -> dict[str, Any]:
+    """ACC of each group of samples that have the same views, under the one map of clusters to
+    classes that scores all of them: {view_group_name: {"n": samples, "acc": ACC}}, groups with
+    more views first. present: (n, V) bool."""
+    right = matched_samples(labels_true, labels_pred)
+    present = np.asarray(present, bool)
+    if present.ndim != 2 or present.shape[0] != right.shape[0]:
+        raise ValueError(f"present must be (n_samples, n_views) = ({right.shape[0]}, V), got shape {present.shape}")
+    scores: dict[str, Any] = {}
+    for group in view_groups(present):
+        rows = np.all(present == np.asarray(group), axis=1)
+        scores[view_group_name(group)] = {"n": int(rows.sum()), "acc": float(right[rows].mean())}
+    return scores
 
 
 def kmeans_clusters(

@@ -35,7 +35,7 @@ from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.data.preprocess import unit_rows
 from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
 from specrage_jax.evaluation.health import HealthReport, embedding_problems
-from specrage_jax.evaluation.metrics import cluster_scores, kmeans_clusters, svm_metrics
+from specrage_jax.evaluation.metrics import accuracy_by_views, cluster_scores, kmeans_clusters, svm_metrics
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.overrides import config_to_dict
@@ -69,7 +69,7 @@ from specrage_jax.training.distributed import barrier, host_local, is_primary
 from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.loop import History
 from specrage_jax.training.pretrained import load_pretrained_nets, save_pretrained_nets
-from specrage_jax.validation import check_training_sizes, check_view_coverage
+from specrage_jax.validation import check_training_sizes, check_view_coverage, present_views
 
 
 def train_on_splits(
@@ -149,6 +149,9 @@ def evaluate_state(
         "mean_view_weights": [float(w) for w in alpha_test.mean(axis=0)],
         "health": health.as_dict(),
     }
+    test_present = present_views(splits.test)
+    if not test_present.all():  # views missing: how each group of test samples fares
+        metrics["kmeans_by_views"] = accuracy_by_views(kmeans_labels, predicted, test_present[rows])
     if max_rows is not None:
         metrics["eval_rows"] = {
             "max_rows": int(max_rows),
