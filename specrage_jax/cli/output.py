@@ -7,6 +7,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+MAX_GROUP_ROWS = 6
+
+
+def view_group_rows(by_views: dict[str, Any]) -> list[tuple[str, float]]:
+    """Incomplete test data: (label, k-means ACC) of each group of samples with the same views, the
+    MAX_GROUP_ROWS largest (metrics.json holds them all)."""
+    largest = {group for group, _ in sorted(by_views.items(), key=lambda item: -item[1]["n"])[:MAX_GROUP_ROWS]}
+    return [(f"  ACC {group} ({score['n']})", score["acc"]) for group, score in by_views.items() if group in largest]
+
 
 def metrics_table(result: dict) -> str:
     """A readable table of the test metrics (percentages)."""
@@ -15,6 +24,7 @@ def metrics_table(result: dict) -> str:
         ("k-means ACC", test["kmeans"]["acc"]),
         ("k-means NMI", test["kmeans"]["nmi"]),
         ("k-means ARI", test["kmeans"]["ari"]),
+        *view_group_rows(test.get("kmeans_by_views", {})),
         ("SVM accuracy", test["svm"]["acc"]),
         ("SVM macro F1", test["svm"]["f1"]),
         ("SVM macro precision", test["svm"]["precision"]),
