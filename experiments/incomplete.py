@@ -25,7 +25,9 @@ k-means: the preset's evaluation (n_init, seeded), on unit rows where the preset
 ``model.output_rows`` left at auto, wherever views are missing, for every method of the cell alike.
 
 Writes experiments/results/incomplete_<dataset>.json (after every run) and
-incomplete_<dataset>.png (test ACC against p, mean over the seeds).
+incomplete_<dataset>.png (test ACC against p, mean over the seeds; with a dotted line for the
+supervised reference of ``experiments/incomplete_ceiling.py`` where its JSON is there).
+``--plot-only`` redraws the figures from the JSON files.
 """
 
 from __future__ import annotations
@@ -205,7 +207,15 @@ def recorded_fractions(runs: list[dict[str, Any]]) -> list[float]:
     return sorted({r["fraction"] for r in runs} - {0.0})
 
 
-def plot(path: Path, dataset: str, summary: dict[str, Any]) -> None:
+def supervised_reference(results: Path, dataset: str) -> dict[str, float] | None:
+    """Mean test ACC by p of ``experiments/incomplete_ceiling.py`` (labels used), if it was run."""
+    path = results / f"incomplete_{dataset}_supervised.json"
+    if not path.exists():
+        return None
+    return {float(p): acc for p, acc in json.loads(path.read_text())["acc_mean_by_fraction"].items()}
+
+
+def plot(path: Path, dataset: str, summary: dict[str, Any], supervised: dict[str, float] | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -230,6 +240,9 @@ def plot(path: Path, dataset: str, summary: dict[str, Any]) -> None:
             )
     if summary["complete_acc_mean"] is not None:
         ax.axhline(summary["complete_acc_mean"], color="gray", ls="--", lw=1, label="complete data")
+    if supervised:
+        fractions = sorted(supervised)
+        ax.plot(fractions, [supervised[p] for p in fractions], color="black", ls=":", lw=1, label="RBF SVM with labels")
     ax.set(xlabel="fraction of samples missing views (p)", ylabel="test k-means ACC", title=dataset, xlim=(0.0, 0.8))
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -264,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--resume", action="store_true", help="keep the (fraction, seed) runs already in the file")
     parser.add_argument(
+        "--plot-only", action="store_true", help="redraw the figures from the JSON files; train nothing"
+    )
+    parser.add_argument(
         "--methods",
         nargs="+",
         choices=METHODS,
@@ -276,6 +292,15 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     for dataset in args.datasets:
         path = out / f"incomplete_{dataset}.json"
+        if args.plot_only:
+            plot(
+                path.with_suffix(".png"),
+                dataset,
+                json.loads(path.read_text())["summary"],
+                supervised_reference(out, dataset),
+            )
+            print(f"wrote {path.with_suffix('.png')}")
+            continue
         runs: list[dict[str, Any]] = json.loads(path.read_text())["runs"] if args.resume and path.exists() else []
         data = load_dataset(dataset, seed=0, data_dir=args.data_dir)
         config = preset_config(dataset, data.n_classes, args.overrides)
@@ -296,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{dataset} p={p:.1f} seed {seed}: test ACC {shown}", flush=True)
                 write_results(path, dataset, args.overrides, runs)  # after every run: a killed run keeps them
         summary = write_results(path, dataset, args.overrides, runs)
-        plot(path.with_suffix(".png"), dataset, summary)
+        plot(path.with_suffix(".png"), dataset, summary, supervised_reference(out, dataset))
         print(f"wrote {path} and {path.with_suffix('.png')}")
     return 0
 

@@ -382,6 +382,13 @@ def test_the_incomplete_data_script_writes_every_method_and_the_figure(tmp_path)
     assert "kmeans_by_views" not in cells[0.0]["specrage"]
     assert set(cells[0.5]["specrage"]["kmeans_by_views"]) == {"views 0+1", "views 0", "views 1"}
     assert (tmp_path / "incomplete_blobs.png").stat().st_size > 1000
+    # the figure is redrawn from the JSON alone, with the supervised reference where it was run
+    (tmp_path / "incomplete_blobs.png").unlink()
+    (tmp_path / "incomplete_blobs_supervised.json").write_text(json.dumps({"acc_mean_by_fraction": {"0.0": 1.0}}))
+    assert module.supervised_reference(tmp_path, "blobs") == {0.0: 1.0}
+    module.main(["--datasets", "blobs", "--plot-only", "--out", str(tmp_path)])
+    assert (tmp_path / "incomplete_blobs.png").stat().st_size > 1000
+    assert json.loads((tmp_path / "incomplete_blobs.json").read_text())["runs"] == result["runs"]
     # every method of a cell is clustered on the rows the incomplete data calls for
     auto = module.preset_config("blobs", 3)
     present = np.ones((10, 2), bool)
