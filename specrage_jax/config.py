@@ -124,6 +124,12 @@ class GraphConfig:
         "a^T W a / 1^T W 1, so re-weighting cannot lower the loss by dropping "
         "edges (not in the paper)",
     )
+    degree_normalized: bool = _f(
+        False,
+        "where views are missing, scale the batch's graphs to W_ij / sqrt(d_i d_j) times the mean "
+        "degree, d_i sample i's degree summed over its views, so a sample seen through fewer views "
+        "is not cheap to split off (complete batches: unchanged; not in the paper)",
+    )
     weight_balance: float = _f(
         0.0,
         "lambda_b: adds lambda_b KL(mean_i alpha_i || uniform) to the loss, which "

@@ -493,3 +493,40 @@ def test_a_runs_metrics_score_each_group_of_test_samples_only_where_views_are_mi
         assert sum(g["n"] for g in groups.values()) == len(splits.test_labels)
         overall = sum(g["n"] * g["acc"] for g in groups.values()) / len(splits.test_labels)
         assert overall == pytest.approx(metrics["kmeans"]["acc"])
+
+
+def test_degree_normalized_affinities_match_the_numpy_formula_and_keep_edgeless_rows_empty():
+    from specrage_jax.ops.affinity import degree_normalized_affinities
+
+    rng = np.random.default_rng(3)
+    w = rng.random((2, 7, 7)).astype(np.float32)
+    w = (w + w.transpose(0, 2, 1)) / 2
+    w[0, 2, :] = w[0, :, 2] = 0.0  # sample 2 lacks view 0
+    w[:, 5, :] = w[:, :, 5] = 0.0  # sample 5 has no edge at all
+    degrees = w.sum(axis=(0, 2)).astype(np.float64)
+    has = degrees > 0
+    inv = np.where(has, 1.0 / np.sqrt(np.where(has, degrees, 1.0)), 0.0)
+    expected = w * np.outer(inv, inv)[None] * degrees[has].mean()
+    got = np.asarray(degree_normalized_affinities(jnp.asarray(w)))
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    assert not got[:, 5].any() and not got[:, :, 5].any()
+    np.testing.assert_allclose(got, got.transpose(0, 2, 1), rtol=1e-6)
+    # a sample with fewer edges is no longer the cheap one: summed degrees move towards their mean
+    new_degrees = got.sum(axis=(0, 2))[has]
+    assert np.std(new_degrees) / np.mean(new_degrees) < np.std(degrees[has]) / np.mean(degrees[has])
+
+
+def test_degree_normalization_applies_only_where_views_are_missing():
+    from specrage_jax.training.steps import batch_affinities
+
+    codes = [jnp.asarray(points(30, 3, 0)), jnp.asarray(points(30, 2, 1))]
+    graph = GraphConfig(n_neighbors=5, scale_mode="batch")
+    normalized = dataclasses.replace(graph, degree_normalized=True)
+    scales = jnp.ones((2,))
+    np.testing.assert_array_equal(batch_affinities(codes, scales, normalized), batch_affinities(codes, scales, graph))
+    mask = np.ones((30, 2), bool)
+    mask[:10, 1] = False
+    plain = batch_affinities(codes, scales, graph, jnp.asarray(mask))
+    scaled = batch_affinities(codes, scales, normalized, jnp.asarray(mask))
+    assert not np.allclose(plain, scaled)
+    assert not np.asarray(scaled)[1, :10].any()  # still no edge where view 1 is missing

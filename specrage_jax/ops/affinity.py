@@ -144,3 +144,17 @@ def knn_gaussian_affinity(
     w = jnp.zeros((m, m), x.dtype).at[jnp.arange(m)[:, None], idx].set(values.astype(x.dtype))
     w = w * (1.0 - jnp.eye(m, dtype=w.dtype))  # self-loops do not change the Laplacian
     return symmetrize(w, symmetrize_how)
+
+
+def degree_normalized_affinities(affinities: jax.Array) -> jax.Array:
+    """W^(v)_ij / sqrt(d_i d_j) * mean_i d_i for every view, d_i = sum_v sum_j W^(v)_ij the degree
+    of sample i in the views' summed graph (rows without an edge keep none; the mean is over the
+    rows with one). A sample seen through fewer views has fewer edges, and the unnormalized
+    Laplacian then splits it off cheaply; after scaling every row's summed degree is about the
+    mean degree. affinities: (V, m, m) symmetric -> (V, m, m)."""
+    chex.assert_rank(affinities, 3)
+    degrees = jnp.sum(affinities, axis=(0, 2))
+    has_edges = degrees > 0
+    inv_sqrt = jnp.where(has_edges, jax.lax.rsqrt(jnp.where(has_edges, degrees, 1.0)), 0.0)
+    mean_degree = jnp.sum(degrees) / jnp.maximum(jnp.sum(has_edges), 1)
+    return affinities * (inv_sqrt[:, None] * inv_sqrt[None, :])[None] * mean_degree

@@ -25,7 +25,7 @@ from flax import nnx
 
 from specrage_jax.config import GraphConfig
 from specrage_jax.nets.state import SpecRaGEState, adam_optimizer
-from specrage_jax.ops.affinity import knn_gaussian_affinity
+from specrage_jax.ops.affinity import degree_normalized_affinities, knn_gaussian_affinity
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
 from specrage_jax.ops.ortho import orthonormalizer
 from specrage_jax.ops.weights import view_weight_regularizer
@@ -89,11 +89,12 @@ def batch_affinities(
     codes: Sequence[jax.Array], view_scales: jax.Array, graph: GraphConfig, mask: jax.Array | None = None
 ) -> jax.Array:
     """W^(v) for every view of a batch: V arrays (m, c_v) -> (V, m, m); with ``mask`` (m, V)
-    each view's graph among the rows that have it."""
+    each view's graph among the rows that have it (and, with ``graph.degree_normalized``,
+    :func:`degree_normalized_affinities` of them)."""
     per_batch = graph.scale_mode == "batch"
     if graph.scale_mode not in ("batch", "global"):
         raise ValueError(f"graph.scale_mode must be 'global' or 'batch', got {graph.scale_mode!r}")
-    return jnp.stack(
+    affinities = jnp.stack(
         [
             knn_gaussian_affinity(
                 x,
@@ -108,6 +109,9 @@ def batch_affinities(
             for v, x in enumerate(codes)
         ]
     )
+    if mask is not None and graph.degree_normalized:
+        return degree_normalized_affinities(affinities)
+    return affinities
 
 
 def _fuse(
