@@ -85,14 +85,13 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for seed in args.seeds:
             for p in sorted({0.0, *args.fractions}):
-                views, _ = remove_views_at_random(data.views, p, seed=seed) if p > 0 else (data.views, None)
-                incomplete = data.with_views(views)
-                splits = prepare_splits(incomplete, config, seed=seed)
+                views, _ = remove_views_at_random(data.views, p, seed=seed)  # p 0: every view kept
+                splits = prepare_splits(data.with_views(views), config, seed=seed)
                 result = supervised_by_group(splits, max_train=args.max_train, seed=seed)
                 runs.append({"fraction": p, "seed": seed, **result})
                 print(f"{dataset} p={p:.1f} seed {seed}: supervised test ACC {result['acc']:.4f}", flush=True)
         summary = {
-            f"{p:.1f}": float(np.mean([r["acc"] for r in runs if r["fraction"] == p]))
+            str(p): float(np.mean([r["acc"] for r in runs if r["fraction"] == p]))
             for p in sorted({r["fraction"] for r in runs})
         }
         payload = {

@@ -150,8 +150,8 @@ def degree_normalized_affinities(affinities: jax.Array) -> jax.Array:
     """W^(v)_ij / sqrt(d_i d_j) * mean_i d_i for every view, d_i = sum_v sum_j W^(v)_ij the degree
     of sample i in the views' summed graph (rows without an edge keep none; the mean is over the
     rows with one). A sample seen through fewer views has fewer edges, and the unnormalized
-    Laplacian then splits it off cheaply; after scaling every row's summed degree is about the
-    mean degree. affinities: (V, m, m) symmetric -> (V, m, m)."""
+    Laplacian then splits it off cheaply; after scaling the rows' summed degrees lie closer to
+    their mean. affinities: (V, m, m) symmetric -> (V, m, m)."""
     chex.assert_rank(affinities, 3)
     degrees = jnp.sum(affinities, axis=(0, 2))
     has_edges = degrees > 0
