@@ -30,6 +30,7 @@ AUTO_WIDTHS = (0,)  # model.view_hidden value resolved from the data at fit
 ACTIVATIONS = ("relu", "leaky_relu", "tanh", "gelu", "none")
 FUSIONS = ("weighting", "average", "linear", "concat", "attention")
 OUTPUT_ROWS = ("raw", "unit")
+MISSING_VIEW_DEGREES = ("views", "samples", "none")  # graph.missing_view_degrees
 SIAMESE_POSITIVES = ("own", "joint")  # siamese.positives: each view's own neighbours, or all views' together
 PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2")
 AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.training.defaults)
@@ -124,11 +125,14 @@ class GraphConfig:
         "a^T W a / 1^T W 1, so re-weighting cannot lower the loss by dropping "
         "edges (not in the paper)",
     )
-    degree_normalized: bool = _f(
-        False,
-        "where views are missing, scale the batch's graphs to W_ij / sqrt(d_i d_j) times the mean "
-        "degree, d_i sample i's degree summed over its views, so a sample seen through fewer views "
-        "is not cheap to split off (complete batches: unchanged; not in the paper)",
+    missing_view_degrees: str = _f(
+        "views",
+        "where views are missing, how each batch's graphs make up for the edges a sample loses with "
+        "its views. views: sample i's edges scaled by sqrt(D / D_i) at each end, D the views' mean "
+        "degrees summed, D_i that sum over i's own views (a sample seen through fewer views keeps "
+        "a complete sample's degree in expectation); samples: W_ij / sqrt(d_i d_j) times the mean "
+        "degree, d_i i's degree summed over its views (also evens out hubs); none: the graphs as "
+        "built. Complete batches: unchanged. Not in the paper",
     )
     weight_balance: float = _f(
         0.0,
@@ -146,6 +150,7 @@ class GraphConfig:
     def __post_init__(self) -> None:
         _check_choice("graph", "scale_mode", self.scale_mode, ("global", "batch"))
         _check_choice("graph", "symmetrize", self.symmetrize, ("mean", "max", "none"))
+        _check_choice("graph", "missing_view_degrees", self.missing_view_degrees, MISSING_VIEW_DEGREES)
         _check_positive("graph", "bandwidth_factor", self.bandwidth_factor)
         for name in ("weight_balance", "weight_entropy"):
             value = getattr(self, name)

@@ -516,17 +516,49 @@ def test_degree_normalized_affinities_match_the_numpy_formula_and_keep_edgeless_
     assert np.std(new_degrees) / np.mean(new_degrees) < np.std(degrees[has]) / np.mean(degrees[has])
 
 
-def test_degree_normalization_applies_only_where_views_are_missing():
+def test_view_count_balanced_affinities_match_the_numpy_formula():
+    from specrage_jax.ops.affinity import view_count_balanced_affinities
+
+    rng = np.random.default_rng(4)
+    w = rng.random((3, 8, 8)).astype(np.float32)
+    w = (w + w.transpose(0, 2, 1)) / 2
+    present = np.ones((8, 3), bool)
+    present[1, 0] = present[4, [0, 2]] = present[6, 2] = False
+    for v in range(3):
+        w[v, ~present[:, v], :] = w[v, :, ~present[:, v]] = 0.0
+    mean_degree = np.array([w[v].sum(axis=1)[present[:, v]].mean() for v in range(3)], np.float64)
+    scale = np.sqrt(mean_degree.sum() / (present * mean_degree).sum(axis=1))
+    expected = w * np.outer(scale, scale)[None]
+    got = np.asarray(view_count_balanced_affinities(jnp.asarray(w), jnp.asarray(present)))
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    complete = np.flatnonzero(present.all(axis=1))
+    np.testing.assert_allclose(got[:, complete][:, :, complete], w[:, complete][:, :, complete], rtol=1e-6)
+    # the one-view sample now has, in expectation, the summed degree of a complete one
+    assert got[:, 4].sum() > 1.5 * w[:, 4].sum()
+    full = np.ones_like(present)
+    np.testing.assert_allclose(
+        np.asarray(view_count_balanced_affinities(jnp.asarray(w), jnp.asarray(full))), w, rtol=1e-6
+    )
+
+
+@pytest.mark.parametrize("how", ["views", "samples"])
+def test_missing_view_balancing_applies_only_where_views_are_missing(how):
     from specrage_jax.training.steps import batch_affinities
 
     codes = [jnp.asarray(points(30, 3, 0)), jnp.asarray(points(30, 2, 1))]
-    graph = GraphConfig(n_neighbors=5, scale_mode="batch")
-    normalized = dataclasses.replace(graph, degree_normalized=True)
+    graph = GraphConfig(n_neighbors=5, scale_mode="batch", missing_view_degrees="none")
+    balanced = dataclasses.replace(graph, missing_view_degrees=how)
     scales = jnp.ones((2,))
-    np.testing.assert_array_equal(batch_affinities(codes, scales, normalized), batch_affinities(codes, scales, graph))
+    np.testing.assert_array_equal(batch_affinities(codes, scales, balanced), batch_affinities(codes, scales, graph))
     mask = np.ones((30, 2), bool)
     mask[:10, 1] = False
     plain = batch_affinities(codes, scales, graph, jnp.asarray(mask))
-    scaled = batch_affinities(codes, scales, normalized, jnp.asarray(mask))
+    scaled = batch_affinities(codes, scales, balanced, jnp.asarray(mask))
     assert not np.allclose(plain, scaled)
     assert not np.asarray(scaled)[1, :10].any()  # still no edge where view 1 is missing
+
+
+def test_missing_view_degrees_defaults_to_views_and_rejects_unknown_values():
+    assert GraphConfig().missing_view_degrees == "views"
+    with pytest.raises(ValueError, match="missing_view_degrees"):
+        GraphConfig(missing_view_degrees="degree")

@@ -158,3 +158,24 @@ def degree_normalized_affinities(affinities: jax.Array) -> jax.Array:
     inv_sqrt = jnp.where(has_edges, jax.lax.rsqrt(jnp.where(has_edges, degrees, 1.0)), 0.0)
     mean_degree = jnp.sum(degrees) / jnp.maximum(jnp.sum(has_edges), 1)
     return affinities * (inv_sqrt[:, None] * inv_sqrt[None, :])[None] * mean_degree
+
+
+def view_count_balanced_affinities(affinities: jax.Array, present: jax.Array) -> jax.Array:
+    """W^(v)_ij s_i s_j for every view, s_i = sqrt(D / D_i): D the sum over the views of their mean
+    degree (over the rows that have the view), D_i that sum over sample i's own views.
+
+    A sample seen through fewer views loses the edges of the views it lacks, and the unnormalized
+    Laplacian then splits it off cheaply; this gives back, in expectation, the degree a sample with
+    every view has, and nothing else: a sample's edges keep their relative weights, and every s_i
+    is 1 where no view is missing (hubs and outliers keep their degrees, unlike
+    :func:`degree_normalized_affinities`). affinities: (V, m, m), present: (m, V) bool -> (V, m, m).
+    """
+    chex.assert_rank([affinities, present], [3, 2])
+    chex.assert_equal(affinities.shape[0], present.shape[1])
+    has_view = present.T.astype(affinities.dtype)  # (V, m)
+    degrees = jnp.sum(affinities, axis=2)  # (V, m)
+    mean_degree = jnp.sum(degrees * has_view, axis=1) / jnp.maximum(jnp.sum(has_view, axis=1), 1.0)
+    expected = mean_degree @ has_view  # (m,): D_i
+    has_edges = expected > 0
+    scale = jnp.where(has_edges, jnp.sqrt(jnp.sum(mean_degree) / jnp.where(has_edges, expected, 1.0)), 0.0)
+    return affinities * (scale[:, None] * scale[None, :])[None]

@@ -25,7 +25,11 @@ from flax import nnx
 
 from specrage_jax.config import GraphConfig
 from specrage_jax.nets.state import SpecRaGEState, adam_optimizer
-from specrage_jax.ops.affinity import degree_normalized_affinities, knn_gaussian_affinity
+from specrage_jax.ops.affinity import (
+    degree_normalized_affinities,
+    knn_gaussian_affinity,
+    view_count_balanced_affinities,
+)
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
 from specrage_jax.ops.ortho import orthonormalizer
 from specrage_jax.ops.weights import view_weight_regularizer
@@ -89,8 +93,8 @@ def batch_affinities(
     codes: Sequence[jax.Array], view_scales: jax.Array, graph: GraphConfig, mask: jax.Array | None = None
 ) -> jax.Array:
     """W^(v) for every view of a batch: V arrays (m, c_v) -> (V, m, m); with ``mask`` (m, V)
-    each view's graph among the rows that have it (and, with ``graph.degree_normalized``,
-    :func:`degree_normalized_affinities` of them)."""
+    each view's graph among the rows that have it, then balanced for the edges missing views
+    take away as ``graph.missing_view_degrees`` says (:func:`missing_view_balanced`)."""
     per_batch = graph.scale_mode == "batch"
     if graph.scale_mode not in ("batch", "global"):
         raise ValueError(f"graph.scale_mode must be 'global' or 'batch', got {graph.scale_mode!r}")
@@ -109,9 +113,22 @@ def batch_affinities(
             for v, x in enumerate(codes)
         ]
     )
-    if mask is not None and graph.degree_normalized:
+    if mask is None:
+        return affinities
+    return missing_view_balanced(affinities, mask, graph.missing_view_degrees)
+
+
+def missing_view_balanced(affinities: jax.Array, mask: jax.Array, how: str) -> jax.Array:
+    """Per-view graphs (V, m, m) of a batch with missing views (mask (m, V)) made up for the edges
+    the missing views take away: 'views' (:func:`view_count_balanced_affinities`), 'samples'
+    (:func:`degree_normalized_affinities`) or 'none' (as built)."""
+    if how == "views":
+        return view_count_balanced_affinities(affinities, mask)
+    if how == "samples":
         return degree_normalized_affinities(affinities)
-    return affinities
+    if how == "none":
+        return affinities
+    raise ValueError(f"graph.missing_view_degrees must be 'views', 'samples' or 'none', got {how!r}")
 
 
 def _fuse(
