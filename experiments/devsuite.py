@@ -9,10 +9,13 @@ else set, then k-means (n_init 10) with seeds 0-4 on the embedding. Two protocol
   80/20 split, fit on the training part (train + validation rows), k-means on the test embedding.
 
 Writes ``OUT.json`` (every number, the resolved settings) and ``OUT.md`` (the table the README
-shows). One dataset at a time; ``--set`` passes ``config_overrides`` to every fit.
+shows). One dataset at a time; ``--set`` passes ``config_overrides`` to every fit. ``--missing P``
+first removes views of a seeded fraction P of all samples (``remove_views_at_random``: each keeps
+at least one), so that fit and transform see incomplete data.
 
     PYTHONPATH=. python experiments/devsuite.py --data-dir ../shared/datasets
     PYTHONPATH=. python experiments/devsuite.py --data-dir ../shared/datasets --datasets WebKB digits
+    PYTHONPATH=. python experiments/devsuite.py --data-dir ../shared/datasets --missing 0.5 --out /tmp/devsuite_p05
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from threadpoolctl import threadpool_limits
 
 from specrage_jax import SpecRaGE
 from specrage_jax.data import MultiViewData, load_dataset, split_indices
+from specrage_jax.data.incomplete import remove_views_at_random
 from specrage_jax.data.loaders import load_mat
 from specrage_jax.evaluation.metrics import clustering_accuracy
 
@@ -69,9 +73,18 @@ def fit_default(views: Sequence[np.ndarray], k: int, seed: int, overrides: Seque
     return estimator, time.perf_counter() - start
 
 
-def run_devsuite_dataset(path: Path, baselines: dict[str, Any], seed: int, overrides: Sequence[str]) -> dict[str, Any]:
+def with_missing_views(data: MultiViewData, fraction: float, seed: int) -> MultiViewData:
+    """``data`` with the views of a seeded ``fraction`` of its samples removed (NaN rows); 0: as is."""
+    if fraction == 0.0:
+        return data
+    return data.with_views(remove_views_at_random(data.views, fraction, seed=seed)[0])
+
+
+def run_devsuite_dataset(
+    path: Path, baselines: dict[str, Any], seed: int, overrides: Sequence[str], missing: float = 0.0
+) -> dict[str, Any]:
     """Fit and transform on all rows of one development-suite file; scores beside its best baseline."""
-    data = load_mat(path)
+    data = with_missing_views(load_mat(path), missing, seed)
     k = data.n_classes
     estimator, seconds = fit_default(data.views, k, seed, overrides)
     scores = kmeans_scores(estimator.transform(list(data.views)), data.labels, k)
@@ -160,6 +173,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", default="experiments/results/devsuite", help="writes OUT.json and OUT.md")
+    parser.add_argument("--missing", type=float, default=0.0, help="fraction of samples that lose views (seeded)")
     args = parser.parse_args()
     suite_dir = Path(args.data_dir) / "devsuite"
     baselines = json.loads((suite_dir / "baselines.json").read_text()) if suite_dir.is_dir() else {}
@@ -167,11 +181,12 @@ def main() -> None:
     results: dict[str, dict[str, Any]] = {}
     for name in names:
         if name in baselines:
-            results[name] = run_devsuite_dataset(suite_dir / f"{name}.mat", baselines[name], args.seed, args.overrides)
-        elif name in PAPER_DATASETS:
-            results[name] = run_paper_dataset(
-                load_paper_dataset(name, args.data_dir, args.seed), args.seed, args.overrides
+            results[name] = run_devsuite_dataset(
+                suite_dir / f"{name}.mat", baselines[name], args.seed, args.overrides, args.missing
             )
+        elif name in PAPER_DATASETS:
+            data = with_missing_views(load_paper_dataset(name, args.data_dir, args.seed), args.missing, args.seed)
+            results[name] = run_paper_dataset(data, args.seed, args.overrides)
         else:
             raise SystemExit(f"devsuite: unknown dataset {name!r}; known: {', '.join([*baselines, *PAPER_DATASETS])}")
         r = results[name]
@@ -184,7 +199,7 @@ def main() -> None:
     cpu = cpu_model()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"seed": args.seed, "overrides": args.overrides, "cpu": cpu, "results": results}
+    payload = {"seed": args.seed, "overrides": args.overrides, "missing": args.missing, "cpu": cpu, "results": results}
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1))
     out.with_suffix(".md").write_text(markdown_table(results, cpu))
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
