@@ -129,8 +129,9 @@ class GraphConfig:
         "views",
         "where views are missing, how each batch's graphs make up for the edges a sample loses with "
         "its views. views: sample i's edges scaled by sqrt(D / D_i) at each end, D the views' mean "
-        "degrees summed, D_i that sum over i's own views (a sample seen through fewer views keeps "
-        "a complete sample's degree in expectation); samples: W_ij / sqrt(d_i d_j) times the mean "
+        "degrees summed, D_i that sum over i's own views (a one-view sample's degree rises to about "
+        "the geometric mean of its own and a complete sample's where its neighbours are complete, "
+        "to a complete sample's where they lack the same views); samples: W_ij / sqrt(d_i d_j) times the mean "
         "degree, d_i i's degree summed over its views (also evens out hubs); none: the graphs as "
         "built. Complete batches: unchanged. Not in the paper",
     )

@@ -165,10 +165,13 @@ def view_count_balanced_affinities(affinities: jax.Array, present: jax.Array) ->
     degree (over the rows that have the view), D_i that sum over sample i's own views.
 
     A sample seen through fewer views loses the edges of the views it lacks, and the unnormalized
-    Laplacian then splits it off cheaply; this gives back, in expectation, the degree a sample with
-    every view has, and nothing else: a sample's edges keep their relative weights, and every s_i
-    is 1 where no view is missing (hubs and outliers keep their degrees, unlike
-    :func:`degree_normalized_affinities`). affinities: (V, m, m), present: (m, V) bool -> (V, m, m).
+    Laplacian then splits it off cheaply. The scale at both ends keeps the graph symmetric: an edge
+    between two samples that lack the same views regains the full factor D / D_i, an edge to a
+    complete neighbour sqrt(D / D_i), so a one-view sample among complete ones reaches about the
+    geometric mean of its own degree and a complete sample's. Nothing else changes: a sample's
+    edges keep their relative weights, and every s_i is 1 where no view is missing (hubs and
+    outliers keep their degrees, unlike :func:`degree_normalized_affinities`).
+    affinities: (V, m, m), present: (m, V) bool -> (V, m, m).
     """
     chex.assert_rank([affinities, present], [3, 2])
     chex.assert_equal(affinities.shape[0], present.shape[1])
