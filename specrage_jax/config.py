@@ -135,6 +135,14 @@ class GraphConfig:
         "degree, d_i i's degree summed over its views (also evens out hubs); none: the graphs as "
         "built. Complete batches: unchanged. Not in the paper",
     )
+    view_dropout: float = _f(
+        0.0,
+        "where views are missing, the share of a gradient batch's samples with two or more views "
+        "whose fused output the loss takes from one of their views (drawn anew each step; the "
+        "sample's graph edges and weights stay), so that a view's network learns to stand for the "
+        "fusion of the samples that will have only that view. 0: off. Complete data: unchanged. "
+        "Not in the paper",
+    )
     weight_balance: float = _f(
         0.0,
         "lambda_b: adds lambda_b KL(mean_i alpha_i || uniform) to the loss, which "
@@ -152,6 +160,8 @@ class GraphConfig:
         _check_choice("graph", "scale_mode", self.scale_mode, ("global", "batch"))
         _check_choice("graph", "symmetrize", self.symmetrize, ("mean", "max", "none"))
         _check_choice("graph", "missing_view_degrees", self.missing_view_degrees, MISSING_VIEW_DEGREES)
+        if not 0 <= self.view_dropout <= 1:
+            raise ValueError(f"graph.view_dropout must be in [0, 1]; got {self.view_dropout!r}")
         _check_positive("graph", "bandwidth_factor", self.bandwidth_factor)
         for name in ("weight_balance", "weight_entropy"):
             value = getattr(self, name)

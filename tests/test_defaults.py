@@ -442,3 +442,9 @@ def test_cli_resolves_prints_and_records_the_defaults_of_a_file_dataset(tmp_path
     assert pipeline.scalers[0].components is None and pipeline.scalers[1].components is not None
     y = SpecRaGE.load(out).transform([x, sparse_counts(180, 120, seed=11)])
     np.testing.assert_allclose(np.linalg.norm(y, axis=1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("value", [1.5, -0.5, float("nan")])
+def test_view_dropout_outside_its_range_is_refused(value):
+    with pytest.raises(ValueError, match="graph.view_dropout"):
+        GraphConfig(view_dropout=value)

@@ -564,3 +564,64 @@ def test_missing_view_degrees_defaults_to_views_and_rejects_unknown_values():
     assert GraphConfig().missing_view_degrees == "views"
     with pytest.raises(ValueError, match="missing_view_degrees"):
         GraphConfig(missing_view_degrees="degree")
+
+
+# --- view dropout ------------------------------------------------------------------------------
+
+
+def test_one_view_kept_at_random_keeps_one_of_a_samples_own_views_at_the_rate():
+    from specrage_jax.training.steps import one_view_kept_at_random
+
+    rng = np.random.default_rng(40)
+    mask = rng.random((6000, 3)) < 0.6
+    mask[:, 2] |= ~mask.any(axis=1)
+    several = mask.sum(axis=1) >= 2
+    key = jax.random.key(3)
+    np.testing.assert_array_equal(np.asarray(one_view_kept_at_random(jnp.asarray(mask), 0.0, key)), mask)
+    every = np.asarray(one_view_kept_at_random(jnp.asarray(mask), 1.0, key))
+    assert not (every & ~mask).any()  # only views the sample has
+    assert (every.sum(axis=1) == 1)[several].all()
+    np.testing.assert_array_equal(every[~several], mask[~several])  # one-view samples as they were
+    half = np.asarray(one_view_kept_at_random(jnp.asarray(mask), 0.5, key))
+    changed = (half != mask).any(axis=1)
+    assert not changed[~several].any()
+    assert abs(changed[several].mean() - 0.5) < 0.03
+    complete = mask.all(axis=1) & changed  # the view kept is uniform over the sample's views
+    np.testing.assert_allclose(half[complete].mean(axis=0), 1 / 3, atol=0.04)
+
+
+def test_a_view_dropped_fusion_is_the_fusion_of_a_sample_that_has_only_the_kept_view():
+    state = small_state()
+    model = state.model()
+    views = [jnp.asarray(v) for v in clustered_views(20, 41)]
+    mask = jnp.asarray(np.ones((20, 2), bool))
+    fewer = np.ones((20, 2), bool)
+    fewer[:8, 1] = False
+    fewer[8:12, 0] = False
+    y, alpha = model.fuse(views, mask, jnp.asarray(fewer))
+    y_fewer, _ = model.fuse(views, jnp.asarray(fewer))
+    np.testing.assert_allclose(np.asarray(y), np.asarray(y_fewer), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(alpha), np.asarray(model.fuse(views, mask)[1]), rtol=1e-6)
+    assert np.asarray(alpha)[:12].min() > 0  # the weights stay those of every view the sample has
+
+
+def test_view_dropout_changes_the_gradient_steps_only_where_views_are_missing():
+    on, off = (dataclasses.replace(GRAPH, view_dropout=rate) for rate in (0.5, 0.0))
+    views = clustered_views(32, 42)
+    complete = Batch(views=tuple(jnp.asarray(v) for v in views))
+    mask = np.ones((32, 2), bool)
+    mask[:8, 1] = False
+    incomplete = masked_batch(views, mask, 0.0)
+
+    def stepped(graph: GraphConfig, batch: Batch):
+        return train_step(small_state(graph), batch, batch)[0].params
+
+    def same(a, b) -> bool:
+        return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+    assert same(stepped(on, complete), stepped(off, complete))
+    assert not same(stepped(on, incomplete), stepped(off, incomplete))
+    # validation measures every sample through all its views
+    from specrage_jax.training.steps import eval_loss
+
+    assert float(eval_loss(small_state(on), incomplete)) == float(eval_loss(small_state(off), incomplete))

@@ -147,17 +147,34 @@ class SpecRaGENet(nnx.Module):
             logits = jnp.where(mask, logits, -jnp.inf)
         return jax.nn.softmax(logits, axis=-1)
 
-    def fuse(self, views: Sequence[jax.Array], mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+    def fuse(
+        self, views: Sequence[jax.Array], mask: jax.Array | None = None, fusion_mask: jax.Array | None = None
+    ) -> tuple[jax.Array, jax.Array]:
         """(Y~ (m, k), alpha (m, V)): the weighted sum of the view outputs, before R^-1.
 
         With ``mask`` (m, V) bool (True = present), a missing view's rows are replaced by zeros
         before any network sees them (NaN * 0 is NaN) and its weight is 0, so the sample's
         fusion uses its present views only.
+
+        ``fusion_mask`` (m, V), a subset of ``mask``, fuses each sample from fewer of its views,
+        exactly as a sample that has only those would be fused, while alpha stays the weights
+        under ``mask`` (the view dropout of training, :func:`training.steps.loss_fusion_mask`).
         """
         if mask is not None:
             chex.assert_shape(mask, (views[0].shape[0], len(views)))
-            views = [jnp.where(mask[:, v, None], x, jnp.zeros((), x.dtype)) for v, x in enumerate(views)]
+            views = [_zero_missing(x, mask[:, v]) for v, x in enumerate(views)]
         per_view = self.view_outputs(views)
+        y_tilde, alpha = self._fused(views, per_view, mask)
+        if fusion_mask is None:
+            return y_tilde, alpha
+        chex.assert_shape(fusion_mask, (views[0].shape[0], len(views)))
+        fewer = [_zero_missing(x, fusion_mask[:, v]) for v, x in enumerate(views)]
+        return self._fused(fewer, per_view, fusion_mask)[0], alpha
+
+    def _fused(
+        self, views: Sequence[jax.Array], per_view: jax.Array, mask: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array]:
+        """(Y~, alpha) from the view outputs (V, m, k) and the (zero-filled) views under ``mask``."""
         if self.fusion == "concat":
             return self._concat_fusion(per_view, mask)
         if self.fusion == "attention":
@@ -207,3 +224,8 @@ class SpecRaGENet(nnx.Module):
         """
         y_tilde, alpha = self.fuse(views, mask)
         return y_tilde @ self.r_inv[...], alpha
+
+
+def _zero_missing(x: jax.Array, present: jax.Array) -> jax.Array:
+    """x (m, d) with the rows of absent samples (``present`` (m,) False) set to zero."""
+    return jnp.where(present[:, None], x, jnp.zeros((), x.dtype))

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any, NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -33,6 +34,10 @@ from specrage_jax.ops.affinity import (
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
 from specrage_jax.ops.ortho import orthonormalizer
 from specrage_jax.ops.weights import view_weight_regularizer
+
+# The view dropout's random stream: folded with the step count, so every run (and a resumed one)
+# draws the same sequence; the seed of a run already varies its batches and initialization.
+VIEW_DROPOUT_KEY = 0
 
 
 class EdgeGraph(NamedTuple):
@@ -131,10 +136,37 @@ def missing_view_balanced(affinities: jax.Array, mask: jax.Array, how: str) -> j
     raise ValueError(f"graph.missing_view_degrees must be 'views', 'samples' or 'none', got {how!r}")
 
 
+def one_view_kept_at_random(mask: jax.Array, rate: float, key: jax.Array) -> jax.Array:
+    """The view dropout of training: mask (m, V) bool -> (m, V), where each sample with two or
+    more views keeps, with probability ``rate``, one of them (uniform over its views) and loses
+    the rest; other samples keep their mask."""
+    chex.assert_rank(mask, 2)
+    draw_key, view_key = jax.random.split(key)
+    dropped = (jax.random.uniform(draw_key, mask.shape[:1]) < rate) & (jnp.sum(mask, axis=1) >= 2)
+    scores = jnp.where(mask, jax.random.uniform(view_key, mask.shape), -1.0)
+    kept = jax.nn.one_hot(jnp.argmax(scores, axis=1), mask.shape[1], dtype=bool)
+    return jnp.where(dropped[:, None], kept, mask)
+
+
+def loss_fusion_mask(state: SpecRaGEState, mask: jax.Array | None) -> jax.Array | None:
+    """The views a gradient batch's fused output is taken from (``graph.view_dropout``): where
+    views are missing, a share of the samples with several views is fused from one of them, drawn
+    anew each step from the step count (so a resumed run draws the same); their graph edges and
+    weights stay. None (complete data) or a rate of 0: no fusion mask."""
+    rate = state.graph.view_dropout
+    if mask is None or rate == 0:
+        return None
+    return one_view_kept_at_random(mask, rate, jax.random.fold_in(jax.random.key(VIEW_DROPOUT_KEY), state.step))
+
+
 def _fuse(
-    state: SpecRaGEState, params: nnx.State, views: Sequence[jax.Array], mask: jax.Array | None = None
+    state: SpecRaGEState,
+    params: nnx.State,
+    views: Sequence[jax.Array],
+    mask: jax.Array | None = None,
+    fusion_mask: jax.Array | None = None,
 ) -> tuple[jax.Array, jax.Array]:
-    return nnx.merge(state.graphdef, params, state.ortho).fuse(views, mask)
+    return nnx.merge(state.graphdef, params, state.ortho).fuse(views, mask, fusion_mask)
 
 
 def _fit_r_inv(
@@ -157,13 +189,16 @@ def _r_inv_for_loss(state: SpecRaGEState, params: nnx.State, batch: Batch) -> ja
 
 
 def spectral_loss(
-    state: SpecRaGEState, params: nnx.State, batch: Batch, r_inv: jax.Array
+    state: SpecRaGEState, params: nnx.State, batch: Batch, r_inv: jax.Array, *, view_dropout: bool = False
 ) -> tuple[jax.Array, jax.Array]:
     """(Eq. 4 loss, alpha (m, V)) of a batch orthogonalized by ``r_inv`` (k, k).
 
     With ``graph.weight_balance`` / ``graph.weight_entropy`` > 0 the view-weight regularizers of
-    :mod:`specrage_jax.ops.weights` are added (both 0 by default: the loss is Eq. 4 exactly)."""
-    y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
+    :mod:`specrage_jax.ops.weights` are added (both 0 by default: the loss is Eq. 4 exactly).
+    ``view_dropout`` (the gradient steps) fuses as :func:`loss_fusion_mask` says; validation
+    measures every sample through all its views."""
+    fusion_mask = loss_fusion_mask(state, batch.mask) if view_dropout else None
+    y_tilde, alpha = _fuse(state, params, batch.views, batch.mask, fusion_mask)
     return _loss_of_fused(state, batch, y_tilde @ r_inv, alpha), alpha
 
 
@@ -208,7 +243,7 @@ def loss_and_grads(state: SpecRaGEState, batch: Batch) -> tuple[tuple[jax.Array,
     """((Eq. 4 loss, alpha (m, V)), d loss / d params) as grad_step uses them (jit-able, pure)."""
 
     def loss_fn(params: nnx.State) -> tuple[jax.Array, jax.Array]:
-        return spectral_loss(state, params, batch, _r_inv_for_loss(state, params, batch))
+        return spectral_loss(state, params, batch, _r_inv_for_loss(state, params, batch), view_dropout=True)
 
     return jax.value_and_grad(loss_fn, has_aux=True)(state.params)
 
@@ -245,7 +280,7 @@ def train_step(state: SpecRaGEState, ortho_batch: Batch, grad_batch: Batch) -> t
 
     def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
         r_inv = _fit_r_inv(state, params, ortho_batch.views, ortho_batch.mask)
-        loss, alpha = spectral_loss(state, params, grad_batch, r_inv)
+        loss, alpha = spectral_loss(state, params, grad_batch, r_inv, view_dropout=True)
         return loss, (alpha, r_inv)
 
     (loss, (alpha, r_inv)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
@@ -263,12 +298,16 @@ def full_batch_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, 
     :func:`train_step`. Pass ``batch.affinities`` to build the graph once for all steps.
     """
 
+    fusion_mask = loss_fusion_mask(state, batch.mask)
+
     def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
         y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
         cfg = state.ortho_config
         r_inv = orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
         if not cfg.grad_through_r_inv:
             r_inv = jax.lax.stop_gradient(r_inv)
+        if fusion_mask is not None:  # R^-1 from every view, the loss on the view-dropped fusion
+            y_tilde = _fuse(state, params, batch.views, batch.mask, fusion_mask)[0]
         return _loss_of_fused(state, batch, y_tilde @ r_inv, alpha), (alpha, r_inv)
 
     (loss, (alpha, r_inv)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
