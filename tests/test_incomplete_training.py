@@ -621,6 +621,13 @@ def test_view_dropout_changes_the_gradient_steps_only_where_views_are_missing():
 
     assert same(stepped(on, complete), stepped(off, complete))
     assert not same(stepped(on, incomplete), stepped(off, incomplete))
+    # a whole-set step: R^-1 from every view, the loss on the view-dropped fusion
+    from specrage_jax.training.steps import full_batch_step
+
+    whole_on, _ = full_batch_step(small_state(on), incomplete)
+    whole_off, _ = full_batch_step(small_state(off), incomplete)
+    np.testing.assert_array_equal(np.asarray(whole_on.r_inv), np.asarray(whole_off.r_inv))
+    assert not same(whole_on.params, whole_off.params)
     # validation measures every sample through all its views
     from specrage_jax.training.steps import eval_loss
 
