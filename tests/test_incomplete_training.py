@@ -564,6 +564,10 @@ def test_missing_view_degrees_defaults_to_views_and_rejects_unknown_values():
     assert GraphConfig().missing_view_degrees == "views"
     with pytest.raises(ValueError, match="missing_view_degrees"):
         GraphConfig(missing_view_degrees="degree")
+    from specrage_jax.training.steps import missing_view_balanced
+
+    with pytest.raises(ValueError, match="views, samples, none; got 'degree'"):
+        missing_view_balanced(jnp.zeros((2, 4, 4)), jnp.ones((4, 2), bool), "degree")
 
 
 # --- view dropout ------------------------------------------------------------------------------

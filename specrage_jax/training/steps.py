@@ -24,7 +24,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from specrage_jax.config import GraphConfig
+from specrage_jax.config import MISSING_VIEW_DEGREES, GraphConfig
 from specrage_jax.nets.state import SpecRaGEState, adam_optimizer
 from specrage_jax.ops.affinity import (
     degree_normalized_affinities,
@@ -133,7 +133,7 @@ def missing_view_balanced(affinities: jax.Array, mask: jax.Array, how: str) -> j
         return degree_normalized_affinities(affinities)
     if how == "none":
         return affinities
-    raise ValueError(f"graph.missing_view_degrees must be 'views', 'samples' or 'none', got {how!r}")
+    raise ValueError(f"graph.missing_view_degrees must be one of {', '.join(MISSING_VIEW_DEGREES)}; got {how!r}")
 
 
 def one_view_kept_at_random(mask: jax.Array, rate: float, key: jax.Array) -> jax.Array:
