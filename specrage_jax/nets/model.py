@@ -147,29 +147,37 @@ class SpecRaGENet(nnx.Module):
             logits = jnp.where(mask, logits, -jnp.inf)
         return jax.nn.softmax(logits, axis=-1)
 
-    def fuse(
-        self, views: Sequence[jax.Array], mask: jax.Array | None = None, fusion_mask: jax.Array | None = None
-    ) -> tuple[jax.Array, jax.Array]:
+    def fuse(self, views: Sequence[jax.Array], mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
         """(Y~ (m, k), alpha (m, V)): the weighted sum of the view outputs, before R^-1.
 
         With ``mask`` (m, V) bool (True = present), a missing view's rows are replaced by zeros
         before any network sees them (NaN * 0 is NaN) and its weight is 0, so the sample's
         fusion uses its present views only.
-
-        ``fusion_mask`` (m, V), a subset of ``mask``, fuses each sample from fewer of its views,
-        exactly as a sample that has only those would be fused, while alpha stays the weights
-        under ``mask`` (the view dropout of training, :func:`training.steps.loss_fusion_mask`).
         """
+        views, per_view = self._present_view_outputs(views, mask)
+        return self._fused(views, per_view, mask)
+
+    def fuse_with_fewer_views(
+        self, views: Sequence[jax.Array], mask: jax.Array, fewer: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """(Y~ under ``mask``, Y~ under ``fewer``, alpha under ``mask``), each (m, k) / (m, V), from
+        one pass of the view networks. ``fewer`` (m, V), a subset of ``mask``, fuses each sample
+        exactly as a sample that has only those views is fused (the view dropout of training,
+        :func:`training.steps.loss_fusion_mask`)."""
+        views, per_view = self._present_view_outputs(views, mask)
+        chex.assert_shape(fewer, (views[0].shape[0], len(views)))
+        y_tilde, alpha = self._fused(views, per_view, mask)
+        fewer_views = [_zero_missing(x, fewer[:, v]) for v, x in enumerate(views)]
+        return y_tilde, self._fused(fewer_views, per_view, fewer)[0], alpha
+
+    def _present_view_outputs(
+        self, views: Sequence[jax.Array], mask: jax.Array | None
+    ) -> tuple[Sequence[jax.Array], jax.Array]:
+        """(the views with missing rows zeroed, Y^(v) (V, m, k))."""
         if mask is not None:
             chex.assert_shape(mask, (views[0].shape[0], len(views)))
             views = [_zero_missing(x, mask[:, v]) for v, x in enumerate(views)]
-        per_view = self.view_outputs(views)
-        y_tilde, alpha = self._fused(views, per_view, mask)
-        if fusion_mask is None:
-            return y_tilde, alpha
-        chex.assert_shape(fusion_mask, (views[0].shape[0], len(views)))
-        fewer = [_zero_missing(x, fusion_mask[:, v]) for v, x in enumerate(views)]
-        return self._fused(fewer, per_view, fusion_mask)[0], alpha
+        return views, self.view_outputs(views)
 
     def _fused(
         self, views: Sequence[jax.Array], per_view: jax.Array, mask: jax.Array | None

@@ -160,13 +160,21 @@ def loss_fusion_mask(state: SpecRaGEState, mask: jax.Array | None) -> jax.Array 
 
 
 def _fuse(
-    state: SpecRaGEState,
-    params: nnx.State,
-    views: Sequence[jax.Array],
-    mask: jax.Array | None = None,
-    fusion_mask: jax.Array | None = None,
+    state: SpecRaGEState, params: nnx.State, views: Sequence[jax.Array], mask: jax.Array | None = None
 ) -> tuple[jax.Array, jax.Array]:
-    return nnx.merge(state.graphdef, params, state.ortho).fuse(views, mask, fusion_mask)
+    return nnx.merge(state.graphdef, params, state.ortho).fuse(views, mask)
+
+
+def _fuse_for_loss(state: SpecRaGEState, params: nnx.State, batch: Batch) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(Y~ of every present view, Y~ the loss takes, alpha (m, V)) of a gradient batch: the two
+    outputs differ only under the view dropout (:func:`loss_fusion_mask`); one pass of the nets."""
+    fusion_mask = loss_fusion_mask(state, batch.mask)
+    if fusion_mask is None:
+        y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
+        return y_tilde, y_tilde, alpha
+    assert batch.mask is not None
+    model = nnx.merge(state.graphdef, params, state.ortho)
+    return model.fuse_with_fewer_views(batch.views, batch.mask, fusion_mask)
 
 
 def _fit_r_inv(
@@ -197,8 +205,10 @@ def spectral_loss(
     :mod:`specrage_jax.ops.weights` are added (both 0 by default: the loss is Eq. 4 exactly).
     ``view_dropout`` (the gradient steps) fuses as :func:`loss_fusion_mask` says; validation
     measures every sample through all its views."""
-    fusion_mask = loss_fusion_mask(state, batch.mask) if view_dropout else None
-    y_tilde, alpha = _fuse(state, params, batch.views, batch.mask, fusion_mask)
+    if view_dropout:
+        _, y_tilde, alpha = _fuse_for_loss(state, params, batch)
+    else:
+        y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
     return _loss_of_fused(state, batch, y_tilde @ r_inv, alpha), alpha
 
 
@@ -298,17 +308,15 @@ def full_batch_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, 
     :func:`train_step`. Pass ``batch.affinities`` to build the graph once for all steps.
     """
 
-    fusion_mask = loss_fusion_mask(state, batch.mask)
-
     def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
-        y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
+        # R^-1 from every present view; the loss on the fusion the view dropout leaves (the same
+        # output when it is off)
+        y_tilde, y_for_loss, alpha = _fuse_for_loss(state, params, batch)
         cfg = state.ortho_config
         r_inv = orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
         if not cfg.grad_through_r_inv:
             r_inv = jax.lax.stop_gradient(r_inv)
-        if fusion_mask is not None:  # R^-1 from every view, the loss on the view-dropped fusion
-            y_tilde = _fuse(state, params, batch.views, batch.mask, fusion_mask)[0]
-        return _loss_of_fused(state, batch, y_tilde @ r_inv, alpha), (alpha, r_inv)
+        return _loss_of_fused(state, batch, y_for_loss @ r_inv, alpha), (alpha, r_inv)
 
     (loss, (alpha, r_inv)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     state = _with_r_inv(state, jax.lax.stop_gradient(r_inv))
