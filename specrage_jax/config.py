@@ -27,6 +27,7 @@ def _check_positive(section: str, name: str, value: float) -> None:
 
 
 AUTO_WIDTHS = (0,)  # model.view_hidden value resolved from the data at fit
+AUTO_COMPONENTS = -1  # model.n_components value resolved from the data at fit (at least the clusters asked for)
 ACTIVATIONS = ("relu", "leaky_relu", "tanh", "gelu", "none")
 FUSIONS = ("weighting", "average", "linear", "concat", "attention")
 OUTPUT_ROWS = ("raw", "unit")
@@ -45,7 +46,11 @@ class ModelConfig:
     :meth:`published_code` give the two architectures exactly.
     """
 
-    n_components: int = _f(0, "embedding dimension k; 0 means the number of classes")
+    n_components: int = _f(
+        0,
+        "embedding dimension k; 0 means the number of classes; -1 means resolved from the data at fit "
+        "(the number of clusters, or a few more where their k-means partition cuts the kNN graph clearly less)",
+    )
     view_hidden: tuple[int, ...] = _f(
         (1024, 1024, 512),
         "hidden widths of every per-view MLP; (0,) means "
@@ -78,10 +83,10 @@ class ModelConfig:
         _check_choice("model", "output_rows", self.output_rows, (*OUTPUT_ROWS, AUTO))
         _check_positive("model", "temperature", self.temperature)
         view_widths = () if self.view_hidden == AUTO_WIDTHS else self.view_hidden
-        if self.n_components < 0 or any(w < 1 for w in (*view_widths, *self.weighting_hidden)):
+        if self.n_components < AUTO_COMPONENTS or any(w < 1 for w in (*view_widths, *self.weighting_hidden)):
             raise ValueError(
-                "model.n_components must be >= 0 and every hidden width >= 1 (model.view_hidden=(0,): "
-                "resolved from the data)"
+                "model.n_components must be >= -1 and every hidden width >= 1 (model.n_components=-1 and "
+                "model.view_hidden=(0,): resolved from the data)"
             )
 
     @classmethod
@@ -382,7 +387,13 @@ class ExperimentConfig:
         base = cls()
         return dataclasses.replace(
             base,
-            model=dataclasses.replace(base.model, view_hidden=AUTO_WIDTHS, temperature=1.0, output_rows="unit"),
+            model=dataclasses.replace(
+                base.model,
+                n_components=AUTO_COMPONENTS,
+                view_hidden=AUTO_WIDTHS,
+                temperature=1.0,
+                output_rows="unit",
+            ),
             graph=dataclasses.replace(base.graph, n_neighbors=0, weights_in_affinity=False, weight_entropy=0.001),
             train=dataclasses.replace(base.train, epochs=0, batch_size=0),
             data=dataclasses.replace(base.data, preprocess=AUTO, graph_inputs=AUTO),
@@ -392,6 +403,7 @@ class ExperimentConfig:
         """The "section.field" names still waiting for the data (empty once resolved)."""
         pending = {
             "model.view_hidden": self.model.view_hidden == AUTO_WIDTHS,
+            "model.n_components": self.model.n_components == AUTO_COMPONENTS,
             "graph.n_neighbors": self.graph.n_neighbors == 0,
             "train.epochs": self.train.epochs == 0,
             "train.batch_size": self.train.batch_size == 0,

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.cluster import KMeans
 
 from specrage_jax import SpecRaGE
@@ -32,12 +33,17 @@ from specrage_jax.training import defaults as data_rules
 from specrage_jax.training.defaults import (
     DataShape,
     batch_for_missing_views,
+    bottom_laplacian_eigenvectors,
+    choose_component_count,
     choose_neighbor_count,
+    class_size_neighbor_cap,
+    component_count,
     eigengap_neighbor_count,
     eigengap_score,
     epoch_plan,
     full_batch_size,
     hidden_widths,
+    partition_ncut,
     resolve_defaults,
 )
 from specrage_jax.training.steps import (
@@ -143,6 +149,48 @@ def test_eigengap_count_on_clusters_and_on_tiny_batches():
     assert 1 <= l_tiny < 12 and all(c <= 4 for c in scores_tiny)
 
 
+def test_neighbours_stay_below_the_expected_cluster_size():
+    assert class_size_neighbor_cap(400, 40) == 9 and class_size_neighbor_cap(1600, 100) == 15
+    assert class_size_neighbor_cap(2000, 10) == 199 and class_size_neighbor_cap(50, 40) == 5
+    x, _ = clustered(400, 40, 12, seed=7)  # 40 clusters of 10 rows
+    l, scores = eigengap_neighbor_count([x], 40, 400)
+    assert set(scores) == {5, 8} and l in scores
+
+
+def test_normalized_cut_of_a_partition_matches_its_definition():
+    rng = np.random.default_rng(0)
+    w = rng.random((30, 30)) * (rng.random((30, 30)) < 0.3)
+    w = (w + w.T) / 2
+    labels = rng.integers(0, 3, 30)
+    expected = sum(w[labels == a][:, labels != a].sum() / w[labels == a].sum() for a in range(3))
+    assert partition_ncut(sp.csr_matrix(w), labels, 3) == pytest.approx(expected, rel=1e-12)
+    assert partition_ncut(sp.csr_matrix(w), np.zeros(30, int), 3) == 0.0  # one part, empty others
+
+
+def test_laplacian_eigenvectors_are_the_bottom_ones_by_dense_and_sparse_solvers():
+    x, _ = clustered(700, 4, 5, seed=8)  # above the dense limit: ARPACK
+    w = sp.csr_matrix(np.exp(-np.square(x[:, None] - x[None]).sum(-1) / 8.0))
+    laplacian = np.diag(np.asarray(w.sum(1)).ravel()) - w.toarray()
+    values, vectors = np.linalg.eigh(laplacian)
+    found = bottom_laplacian_eigenvectors(w, 6)
+    assert found.shape == (700, 6)
+    rayleigh = np.diag(found.T @ laplacian @ found)
+    np.testing.assert_allclose(rayleigh, values[:6], rtol=1e-5, atol=1e-8)
+    small = bottom_laplacian_eigenvectors(sp.csr_matrix(w.toarray()[:100, :100]), 3)
+    assert small.shape == (100, 3)
+
+
+def test_component_count_keeps_k_unless_more_directions_cut_the_graph_clearly_less():
+    assert choose_component_count({5: 1.0, 6: 0.97, 7: 0.96}, 5) == 5  # 4 % less: not clear
+    assert choose_component_count({5: 1.0, 6: 0.86, 7: 0.85, 8: 0.80}, 5) == 8
+    assert choose_component_count({5: 1.0, 6: 0.855, 7: 0.85, 8: 0.851}, 5) == 6  # within 1 % of 0.85
+    assert choose_component_count({}, 3) == 3
+    x, _ = clustered(200, 4, 6, seed=9)  # clean clusters: k directions already split them
+    w = sp.csr_matrix(np.exp(-np.square(x[:, None] - x[None]).sum(-1) / 2.0))
+    c, cuts = component_count(w, 4)
+    assert c == 4 and set(cuts) == {4, 5, 6, 7, 8}
+
+
 def _shape(views, k, **kw):
     return DataShape(views=tuple(np.asarray(v, np.float32) for v in views), n_clusters=k, **kw)
 
@@ -158,7 +206,9 @@ def test_resolution_records_every_choice_and_its_reason():
         "train.epochs",
         "train.steps_per_epoch",
         "model.view_hidden",
+        "model.n_components",
     }
+    assert config.model.n_components >= 4
     assert config.train.batch_size == 200 and config.train.epochs * config.train.steps_per_epoch >= 400
     assert config.graph.n_neighbors == chosen["graph.n_neighbors"]["value"]
     assert all(entry["why"] for entry in chosen.values())
@@ -168,11 +218,13 @@ def test_resolution_records_every_choice_and_its_reason():
 def test_explicit_values_win_and_presets_are_untouched():
     x, _ = clustered(200, 4, 6, seed=4)
     explicit = apply_overrides(
-        ExperimentConfig.auto(), ["graph.n_neighbors=7", "train.batch_size=64", "model.view_hidden=(32,)"]
+        ExperimentConfig.auto(),
+        ["graph.n_neighbors=7", "train.batch_size=64", "model.view_hidden=(32,)", "model.n_components=3"],
     )
     config, chosen = resolve_defaults(explicit, _shape([x], 4))
     assert (config.graph.n_neighbors, config.train.batch_size, config.model.view_hidden) == (7, 64, (32,))
-    assert "graph.n_neighbors" not in chosen and "model.view_hidden" not in chosen
+    assert config.model.n_components == 3
+    assert not {"graph.n_neighbors", "model.view_hidden", "model.n_components"} & set(chosen)
     assert chosen["data.graph_inputs"]["value"] == "model"  # mini-batches: the graph is per batch
     digits = preset("digits")
     assert resolve_defaults(digits, _shape([x], 4)) == (as_resolved(digits, "raw"), {})
@@ -184,8 +236,9 @@ def test_resolution_on_tiny_many_class_and_one_view_data():
     config, _ = resolve_defaults(ExperimentConfig.auto(), _shape([x], 3))
     assert config.train.batch_size == 12 and 1 <= config.graph.n_neighbors < 12
     many, _ = clustered(400, 40, 8, seed=6)  # 40 classes of 10 rows
-    config, _ = resolve_defaults(ExperimentConfig.auto(), _shape([many, many * 2.0], 40))
-    assert config.graph.n_neighbors < 400 // 3
+    config, chosen = resolve_defaults(ExperimentConfig.auto(), _shape([many, many * 2.0], 40))
+    assert config.graph.n_neighbors <= 8  # below a class's size: at 30, most would lie in other classes
+    assert 40 <= config.model.n_components <= 45 and "model.n_components" in chosen
     sampled = _shape([many[:100]], 40, n_train=50_000)  # a sample standing for many rows
     config, _ = resolve_defaults(ExperimentConfig.auto(), sampled)
     assert config.train.batch_size == 4096 and config.data.graph_inputs == "model"

@@ -87,7 +87,9 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
     parameter left at None, and ``preprocess="auto"``, is chosen at ``fit`` from the data's shape
     and statistics; ``config_`` holds what was chosen and ``resolved_defaults_`` why. Any value
     given explicitly is used as given.
-      n_components: embedding dimension k; None means ``n_clusters`` (the paper's choice).
+      n_components: embedding dimension k; None: chosen at fit, ``n_clusters`` (the paper's choice)
+        unless a few more eigen-directions of the training rows' kNN graph let k-means cut it clearly
+        less (training.defaults.component_count).
       n_clusters: clusters of the k-means fitted on the training embedding (``predict``).
       n_neighbors: l, neighbours per point in the in-batch kNN graph (graph.n_neighbors); None:
         chosen by the eigengap of kNN graphs of the training rows (training.defaults).

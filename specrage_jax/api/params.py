@@ -34,7 +34,7 @@ def config_from_params(params: dict[str, Any]) -> ExperimentConfig:
         base,
         model=dataclasses.replace(
             base.model,
-            n_components=int(n_components or n_clusters),
+            n_components=base.model.n_components if n_components is None else int(n_components),
             temperature=float(params["temperature"]),
             view_hidden=base.model.view_hidden if view_hidden is None else tuple(int(w) for w in view_hidden),
             weighting_hidden=tuple(int(w) for w in params["weighting_hidden"]),

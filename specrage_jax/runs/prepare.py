@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from specrage_jax.config import ExperimentConfig, preset
+from specrage_jax.config import AUTO_COMPONENTS, ExperimentConfig, preset
 from specrage_jax.data import (
     MultiViewData,
     ViewScaler,
@@ -111,7 +111,8 @@ def resolve_run_defaults(
         return config, described
     n_train = len(splits.train_labels)
     sample = unreduced = None
-    if config.graph.n_neighbors == 0 or incomplete:  # the rules that look at the rows themselves
+    reads_rows = config.graph.n_neighbors == 0 or config.model.n_components == AUTO_COMPONENTS
+    if reads_rows or incomplete:  # the rules that look at the rows themselves
         rows = evaluation_rows(n_train, GROWN_BATCH_MAX if incomplete else FULL_BATCH_MAX, seed=seed, stream=2)
         if rows is None and is_streamed(splits.train):
             rows = np.arange(n_train)

@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
+from sklearn.cluster import KMeans
 from sklearn.neighbors import NearestNeighbors
+from threadpoolctl import threadpool_limits
 
-from specrage_jax.config import AUTO, AUTO_WIDTHS, ExperimentConfig, SiameseConfig
+from specrage_jax.config import AUTO, AUTO_COMPONENTS, AUTO_WIDTHS, ExperimentConfig, SiameseConfig
 from specrage_jax.ops.spectral import sparse_gaussian_graph
 from specrage_jax.training.siamese import joint_neighbor_space
 from specrage_jax.validation import missing_rows, present_views
@@ -32,6 +34,7 @@ from specrage_jax.validation import missing_rows, present_views
 FULL_BATCH_MAX = 4096  # up to this many training rows, every step sees the whole training set
 NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen among these
 DENSE_SPECTRUM_MAX_ROWS = 600  # up to here the spectrum is a dense eigvalsh, above it ARPACK
+CLASS_SHARE_OF_NEIGHBORS = 1.0  # l is below this share of the expected cluster size m / k
 CLEAR_EIGENGAP = 1.2  # a sparser graph must split the batch at least this cleanly (lambda_k+1 / lambda_k) ...
 GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
 ZERO_EIGENVALUE = 1e-8  # normalized-Laplacian eigenvalues below this count as 0 (a component)
@@ -45,6 +48,12 @@ WIDTHS_BY_ROWS = (  # (below this many training rows, per-view MLP widths)
 LARGE_WIDTHS = (1024, 1024, 512)  # the paper's widths, from 50000 training rows on
 GROWN_BATCH_MAX = 8192  # views missing: the batch grows at most to this many rows ((V, m, m) graphs)
 JOINT_MIN_PER_CLUSTER = 10  # the joint-positives rule needs this many samples with every view per cluster
+EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
+CLEAR_NCUT_GAIN = 0.075  # more components only where their k-means partition cuts the graph this much less
+NCUT_TOLERANCE = 0.01  # ... and then the fewest whose cut is within this of the lowest
+DENSE_EIGENVECTORS_MAX_ROWS = (
+    DENSE_SPECTRUM_MAX_ROWS  # up to here the Laplacian's eigenvectors by dense eigh, above it ARPACK
+)
 
 
 @dataclass(frozen=True)
@@ -147,7 +156,8 @@ def eigengap_neighbor_count(
     On one seeded batch of ``batch_rows`` training rows (what a training step's graph sees), the
     mean of the views' kNN Gaussian graphs (the training rule: sigma the median distance to the
     l-th neighbour, kernel exp(-d^2 / 2 sigma^2), (W + W^T)/2) is built for each candidate l in
-    NEIGHBOR_CANDIDATES below the batch size, and scored by the relative eigengap
+    NEIGHBOR_CANDIDATES up to a third of the batch and below the expected cluster size m / k
+    (:func:`class_size_neighbor_cap`), and scored by the relative eigengap
     lambda_{k+1} / lambda_k of its normalized Laplacian (von Luxburg, "A tutorial on spectral
     clustering", sec. 8.3): how cleanly it splits into k groups.
 
@@ -161,7 +171,7 @@ def eigengap_neighbor_count(
     n = views[0].shape[0]
     m = max(2, min(batch_rows, n))
     rows = seeded_rows(n, m, seed=seed, stream=5)
-    candidates = [l for l in NEIGHBOR_CANDIDATES if l <= m // 3]
+    candidates = [l for l in NEIGHBOR_CANDIDATES if l <= min(m // 3, class_size_neighbor_cap(m, n_clusters))]
     scores: dict[int, float] = {}
     if candidates and n_clusters < m - 1:
         neighbors = _present_neighbor_lists(views, rows, max(candidates))
@@ -171,6 +181,15 @@ def eigengap_neighbor_count(
             )
     chosen = choose_neighbor_count(scores)
     return (max(1, min(m // 3, m - 1)) if chosen is None else chosen), scores
+
+
+def class_size_neighbor_cap(batch_rows: int, n_clusters: int) -> int:
+    """The most neighbours l a batch of ``batch_rows`` rows in ``n_clusters`` clusters supports:
+    fewer than CLASS_SHARE_OF_NEIGHBORS times the expected cluster size m / k (at least the
+    smallest candidate). With l at a cluster's size or above, most of a sample's neighbours lie
+    in other clusters, whatever the eigengap of the graph says."""
+    below = math.ceil(CLASS_SHARE_OF_NEIGHBORS * batch_rows / max(n_clusters, 1)) - 1
+    return max(NEIGHBOR_CANDIDATES[0], below)
 
 
 def seeded_rows(n: int, m: int, *, seed: int, stream: int) -> np.ndarray:
@@ -282,6 +301,83 @@ def _neighbor_lists(x: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:
     return np.square(dist), idx
 
 
+def batch_component_count(
+    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, l: int, *, seed: int = 0
+) -> tuple[int, dict[int, float]]:
+    """:func:`component_count` on the mean l-NN graph (the training rule) of the seeded batch of
+    ``batch_rows`` training rows that the choice of l reads (views (n, d_v), NaN rows missing)."""
+    n = views[0].shape[0]
+    rows = seeded_rows(n, max(2, min(batch_rows, n)), seed=seed, stream=5)
+    neighbors = _present_neighbor_lists(views, rows, max(1, min(l, len(rows) - 1)))
+    if not neighbors:
+        return n_clusters, {}
+    return component_count(_mean_graph(neighbors, len(rows), max(1, min(l, len(rows) - 1))), n_clusters, seed=seed)
+
+
+def partition_ncut(w: sp.spmatrix, labels: np.ndarray, n_clusters: int) -> float:
+    """The normalized cut sum_a cut(A, rest) / vol(A) of the partition ``labels`` (m,) of the
+    symmetric graph w (m, m); empty and zero-volume parts add nothing."""
+    onehot = sp.csr_matrix((np.ones(len(labels)), (np.arange(len(labels)), labels)), shape=(len(labels), n_clusters))
+    within = np.asarray((onehot.T @ sp.csr_matrix(w) @ onehot).diagonal()).ravel()
+    volume = np.asarray(onehot.T @ np.asarray(w.sum(axis=1)).ravel()).ravel()
+    parts = volume > 0
+    return float(np.sum(np.maximum(volume[parts] - within[parts], 0.0) / volume[parts]))  # >= 0 despite rounding
+
+
+def bottom_laplacian_eigenvectors(w: sp.spmatrix, count: int) -> np.ndarray:
+    """(m, count) eigenvectors of the unnormalized Laplacian D - W of a symmetric graph w (m, m)
+    with the smallest eigenvalues, ascending: what the network's loss is minimized by. Dense eigh
+    up to DENSE_EIGENVECTORS_MAX_ROWS rows, else ARPACK in shift-invert mode."""
+    degrees = np.asarray(w.sum(axis=1)).ravel()
+    laplacian = sp.diags(degrees) - sp.csr_matrix(w)
+    m = w.shape[0]
+    if m <= DENSE_EIGENVECTORS_MAX_ROWS or count >= m - 1:
+        return np.linalg.eigh(laplacian.toarray())[1][:, :count]
+    shift = -1e-3 * max(float(degrees.mean()), 1e-12)  # below 0: L - shift I is positive definite
+    start = np.random.default_rng(0).standard_normal(m)
+    values, vectors = sla.eigsh(laplacian.tocsc(), k=count, sigma=shift, which="LM", v0=start)
+    return vectors[:, np.argsort(values)]
+
+
+def component_count(w: sp.spmatrix, n_clusters: int, *, seed: int = 0) -> tuple[int, dict[int, float]]:
+    """(c, {candidate c: normalized cut}): the embedding dimension for k = ``n_clusters`` clusters.
+
+    The network learns the bottom eigenvectors of the batch graph's Laplacian, and users run
+    k-means with k clusters on them. The k-th and (k+1)-th eigen-directions can be nearly
+    degenerate (no eigengap at k): a split inside one class may then cost the graph about as
+    little as the split between two classes, and which of the two the bottom k keep decides
+    whether k-means merges two classes. For each c from k to k + min(k, EXTRA_COMPONENTS_MAX),
+    k-means (k clusters, unit rows) partitions the bottom c eigenvectors of w (m, m), and the
+    partition is scored by its normalized cut of w. c stays k unless some c cuts the graph at
+    least CLEAR_NCUT_GAIN less (relative); then the fewest components whose cut is within
+    NCUT_TOLERANCE of the lowest.
+    """
+    k = n_clusters
+    m = w.shape[0]
+    largest = min(k + min(k, EXTRA_COMPONENTS_MAX), m - 2)
+    if largest <= k:
+        return k, {}
+    vectors = bottom_laplacian_eigenvectors(w, largest)
+    scores: dict[int, float] = {}
+    with threadpool_limits(limits=1, user_api="openmp"):
+        for c in range(k, largest + 1):
+            z = vectors[:, :c] / np.maximum(np.linalg.norm(vectors[:, :c], axis=1, keepdims=True), 1e-12)
+            labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(z)
+            scores[c] = partition_ncut(w, labels, k)
+    return choose_component_count(scores, k), scores
+
+
+def choose_component_count(scores: dict[int, float], n_clusters: int) -> int:
+    """The rule of :func:`component_count` on {c: normalized cut}: k unless the lowest cut is at
+    least CLEAR_NCUT_GAIN below k's; then the smallest c within NCUT_TOLERANCE of the lowest."""
+    if not scores:
+        return n_clusters
+    lowest = min(scores.values())
+    if lowest > (1.0 - CLEAR_NCUT_GAIN) * scores[n_clusters]:
+        return n_clusters
+    return min(c for c, score in scores.items() if score <= lowest * (1.0 + NCUT_TOLERANCE))
+
+
 def hidden_widths(n_train: int) -> tuple[int, ...]:
     """Per-view MLP widths by training rows (WIDTHS_BY_ROWS): 512-512-256 for small sets; while the
     whole training set is one batch (up to FULL_BATCH_MAX rows) a step's work grows with
@@ -342,12 +438,12 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 ),
             ),
         )
+    graph_views = shape.views
+    if config.data.graph_inputs == "unreduced" and shape.unreduced_views is not None:
+        graph_views = shape.unreduced_views
     if graph.n_neighbors == 0:
-        if shape.views is None:
+        if graph_views is None:
             raise ValueError("graph.n_neighbors=0 (from the data) needs the training views in DataShape")
-        graph_views = shape.views
-        if config.data.graph_inputs == "unreduced" and shape.unreduced_views is not None:
-            graph_views = shape.unreduced_views
         l, scores = eigengap_neighbor_count(graph_views, shape.n_clusters, m, seed=shape.seed)
         shown = ", ".join(f"{c}: {score:.3g}" for c, score in scores.items()) or "none fits the batch"
         graph = dataclasses.replace(
@@ -358,6 +454,22 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 f"the densest graph unless a sparser one splits a {m}-row batch clearly cleaner "
                 f"(relative eigengap lambda_k+1 / lambda_k, k = {shape.n_clusters}, >= "
                 f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap); scores by l: {shown}",
+            ),
+        )
+    model = config.model
+    if model.n_components == AUTO_COMPONENTS:
+        if graph_views is None:
+            raise ValueError("model.n_components=-1 (from the data) needs the training views in DataShape")
+        components, cuts = batch_component_count(graph_views, shape.n_clusters, m, graph.n_neighbors, seed=shape.seed)
+        shown = ", ".join(f"{c}: {cut:.4g}" for c, cut in cuts.items()) or "none fits the batch"
+        model = dataclasses.replace(
+            model,
+            n_components=choose(
+                "model.n_components",
+                components,
+                f"the {shape.n_clusters} clusters asked for, unless k-means on more eigen-directions of a {m}-row "
+                f"batch's graph cuts it at least {CLEAR_NCUT_GAIN:.0%} less (then the fewest within "
+                f"{NCUT_TOLERANCE:.0%} of the lowest); normalized cut by components: {shown}",
             ),
         )
     if shape.views is not None and train.missing_view_batch_growth > 1:
@@ -410,7 +522,6 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                     f"one pass over the training rows, at least {MIN_STEPS_PER_EPOCH} steps",
                 ),
             )
-    model = config.model
     if model.view_hidden == AUTO_WIDTHS:
         model = dataclasses.replace(
             model,
