@@ -51,6 +51,7 @@ JOINT_MIN_PER_CLUSTER = 10  # the joint-positives rule needs this many samples w
 EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
 CLEAR_NCUT_GAIN = 0.075  # more components only where their k-means partition cuts the graph this much less
 NCUT_TOLERANCE = 0.01  # ... and then the fewest whose cut is within this of the lowest
+COMPONENT_RULE_MAX_CLUSTERS = 20  # above this many clusters n_components is the number of clusters
 DENSE_EIGENVECTORS_MAX_ROWS = (
     DENSE_SPECTRUM_MAX_ROWS  # up to here the Laplacian's eigenvectors by dense eigh, above it ARPACK
 )
@@ -168,19 +169,30 @@ def eigengap_neighbor_count(
     whose graph falls apart into more than k components are skipped. With no candidate left
     (tiny batches), l = max(1, m // 3).
     """
+    l, scores, _ = neighbor_count_and_graph(views, n_clusters, batch_rows, seed=seed)
+    return l, scores
+
+
+def neighbor_count_and_graph(
+    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *, seed: int = 0
+) -> tuple[int, dict[int, float], sp.csr_matrix | None]:
+    """:func:`eigengap_neighbor_count` and the batch's mean graph at the chosen l (None when l
+    is the fallback, no candidate): what :func:`component_count` reads, built once."""
     n = views[0].shape[0]
     m = max(2, min(batch_rows, n))
     rows = seeded_rows(n, m, seed=seed, stream=5)
     candidates = [l for l in NEIGHBOR_CANDIDATES if l <= min(m // 3, class_size_neighbor_cap(m, n_clusters))]
     scores: dict[int, float] = {}
+    graphs: dict[int, sp.csr_matrix] = {}
     if candidates and n_clusters < m - 1:
         neighbors = _present_neighbor_lists(views, rows, max(candidates))
         for l in candidates:
-            scores[l] = eigengap_score(
-                _bottom_normalized_spectrum(_mean_graph(neighbors, m, l), n_clusters + 1), n_clusters
-            )
+            graphs[l] = _mean_graph(neighbors, m, l)
+            scores[l] = eigengap_score(_bottom_normalized_spectrum(graphs[l], n_clusters + 1), n_clusters)
     chosen = choose_neighbor_count(scores)
-    return (max(1, min(m // 3, m - 1)) if chosen is None else chosen), scores
+    if chosen is None:
+        return max(1, min(m // 3, m - 1)), scores, None
+    return chosen, scores, graphs[chosen]
 
 
 def class_size_neighbor_cap(batch_rows: int, n_clusters: int) -> int:
@@ -350,12 +362,14 @@ def component_count(w: sp.spmatrix, n_clusters: int, *, seed: int = 0) -> tuple[
     k-means (k clusters, unit rows) partitions the bottom c eigenvectors of w (m, m), and the
     partition is scored by its normalized cut of w. c stays k unless some c cuts the graph at
     least CLEAR_NCUT_GAIN less (relative); then the fewest components whose cut is within
-    NCUT_TOLERANCE of the lowest.
+    NCUT_TOLERANCE of the lowest. Above COMPONENT_RULE_MAX_CLUSTERS clusters c is k: one
+    direction more moves the cut of a partition into that many parts far less than the bar
+    (100 clusters: 0.3 %), and the k-means runs would cost seconds for nothing.
     """
     k = n_clusters
     m = w.shape[0]
     largest = min(k + min(k, EXTRA_COMPONENTS_MAX), m - 2)
-    if largest <= k:
+    if largest <= k or k > COMPONENT_RULE_MAX_CLUSTERS:
         return k, {}
     vectors = bottom_laplacian_eigenvectors(w, largest)
     scores: dict[int, float] = {}
@@ -441,10 +455,11 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
     graph_views = shape.views
     if config.data.graph_inputs == "unreduced" and shape.unreduced_views is not None:
         graph_views = shape.unreduced_views
+    batch_graph = None  # the batch's mean graph at the chosen l, where the choice of l built it
     if graph.n_neighbors == 0:
         if graph_views is None:
             raise ValueError("graph.n_neighbors=0 (from the data) needs the training views in DataShape")
-        l, scores = eigengap_neighbor_count(graph_views, shape.n_clusters, m, seed=shape.seed)
+        l, scores, batch_graph = neighbor_count_and_graph(graph_views, shape.n_clusters, m, seed=shape.seed)
         shown = ", ".join(f"{c}: {score:.3g}" for c, score in scores.items()) or "none fits the batch"
         graph = dataclasses.replace(
             graph,
@@ -460,7 +475,11 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
     if model.n_components == AUTO_COMPONENTS:
         if graph_views is None:
             raise ValueError("model.n_components=-1 (from the data) needs the training views in DataShape")
-        components, cuts = batch_component_count(graph_views, shape.n_clusters, m, graph.n_neighbors, seed=shape.seed)
+        components, cuts = (
+            batch_component_count(graph_views, shape.n_clusters, m, graph.n_neighbors, seed=shape.seed)
+            if batch_graph is None
+            else component_count(batch_graph, shape.n_clusters, seed=shape.seed)
+        )
         shown = ", ".join(f"{c}: {cut:.4g}" for c, cut in cuts.items()) or "none fits the batch"
         model = dataclasses.replace(
             model,

@@ -1,0 +1,141 @@
+"""No preset, seed by seed: what a user gets from Handwritten (views 0 and 2) and BDGP, k-means ACC
+beside the SVM ACC of the same embedding on every run.
+
+Two paths, both with the data-aware defaults (nothing set):
+
+* estimator: ``SpecRaGE(n_clusters=k, random_state=seed)`` fitted on the CLI's training part of the
+  seeded stratified split (train + validation rows), k-means (n_init 10, the seed) on the test
+  embedding; the SVM (:func:`evaluation.metrics.svm_metrics`, the CLI's) trained on the fitted rows'
+  embedding and scored on the test rows;
+* CLI: ``specrage train --dataset file:PATH`` (:func:`runs.experiment.run_experiment` with
+  ``preset("file:...")``), its own k-means and SVM on its test split.
+
+Writes OUT.json (every run, the resolved settings) and OUT.md (per seed: k-means, SVM, gap; the
+mean and the worst seed).
+
+    PYTHONPATH=. python experiments/seed_spread.py --data-dir ../shared/datasets --seeds 0 1 2 3 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from specrage_jax import SpecRaGE
+from specrage_jax.config import preset
+from specrage_jax.data import split_indices
+from specrage_jax.data.loaders import load_mat
+from specrage_jax.evaluation.metrics import kmeans_metrics, svm_metrics
+from specrage_jax.runs.experiment import run_experiment
+
+FILES = {"handwritten": "handwritten.mat#0,2", "bdgp": "BDGP.mat"}  # file: datasets, no preset
+
+
+def file_dataset(name: str, data_dir: str) -> str:
+    return f"file:{Path(data_dir) / FILES[name]}"
+
+
+def estimator_run(name: str, data_dir: str, seed: int) -> dict[str, Any]:
+    """The default estimator on the training part of the seeded split; test k-means and SVM."""
+    path, _, views = FILES[name].partition("#")
+    data = load_mat(Path(data_dir) / path, views=tuple(int(v) for v in views.split(",")) if views else None)
+    idx = split_indices(data.labels, seed=seed)
+    fit_rows = np.sort(np.concatenate([idx.train, idx.val]))
+    estimator = SpecRaGE(n_clusters=data.n_classes, random_state=seed)
+    start = time.perf_counter()
+    estimator.fit([v[fit_rows] for v in data.views])
+    seconds = time.perf_counter() - start
+    fitted = estimator.transform([v[fit_rows] for v in data.views])
+    test = estimator.transform([v[idx.test] for v in data.views])
+    kmeans = kmeans_metrics(test, data.labels[idx.test], n_clusters=data.n_classes, seed=seed, n_init=10)
+    svm = svm_metrics(fitted, data.labels[fit_rows], test, data.labels[idx.test], seed=seed)
+    return run_record(kmeans["acc"], svm["acc"], seconds, estimator.resolved_defaults_)
+
+
+def cli_run(name: str, data_dir: str, seed: int) -> dict[str, Any]:
+    """``specrage train --dataset file:PATH --seed SEED`` without an output directory."""
+    dataset = file_dataset(name, data_dir)
+    config = preset(dataset)
+    resolved: dict[str, Any] = {}
+    start = time.perf_counter()
+    metrics = run_experiment(
+        dataset, config, seed=seed, data_dir=data_dir, figure=False, report=lambda chosen, _: resolved.update(chosen)
+    )
+    seconds = time.perf_counter() - start
+    return run_record(metrics["test"]["kmeans"]["acc"], metrics["test"]["svm"]["acc"], seconds, resolved)
+
+
+def run_record(kmeans_acc: float, svm_acc: float, seconds: float, resolved: dict[str, Any]) -> dict[str, Any]:
+    settings = {key: resolved[key]["value"] for key in ("graph.n_neighbors", "model.n_components") if key in resolved}
+    return {
+        "kmeans_acc": float(kmeans_acc),
+        "svm_acc": float(svm_acc),
+        "gap": float(svm_acc - kmeans_acc),
+        "seconds": seconds,
+        **settings,
+    }
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
+    acc = [r["kmeans_acc"] for r in runs]
+    return {"mean": float(np.mean(acc)), "worst": float(np.min(acc)), "largest_gap": max(r["gap"] for r in runs)}
+
+
+def markdown(results: dict[str, dict[str, Any]], seeds: list[int]) -> str:
+    lines = [
+        "| dataset | path | "
+        + " | ".join(f"seed {s}: k-means / SVM" for s in seeds)
+        + " | mean | worst | largest gap |",
+        "|---|---|" + "---|" * (len(seeds) + 3),
+    ]
+    for name, paths in results.items():
+        for path, entry in paths.items():
+            cells = [
+                f"{r['kmeans_acc']:.3f} / {r['svm_acc']:.3f} (c {r.get('model.n_components', '-')})"
+                for r in entry["runs"]
+            ]
+            s = entry["summary"]
+            lines.append(
+                f"| {name} | {path} | "
+                + " | ".join(cells)
+                + f" | {s['mean']:.3f} | {s['worst']:.3f} | {s['largest_gap']:.3f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", required=True, help="holds handwritten.mat and BDGP.mat")
+    parser.add_argument("--datasets", nargs="*", default=list(FILES), choices=list(FILES))
+    parser.add_argument("--paths", nargs="*", default=["estimator", "cli"], choices=["estimator", "cli"])
+    parser.add_argument("--seeds", nargs="*", type=int, default=list(range(5)))
+    parser.add_argument("--out", default="experiments/results/seed_spread")
+    args = parser.parse_args()
+    run = {"estimator": estimator_run, "cli": cli_run}
+    results: dict[str, dict[str, Any]] = {}
+    for name in args.datasets:
+        for path in args.paths:
+            runs = []
+            for seed in args.seeds:
+                runs.append({"seed": seed, **run[path](name, args.data_dir, seed)})
+                r = runs[-1]
+                print(
+                    f"{name} {path} seed {seed}: k-means {r['kmeans_acc']:.3f} SVM {r['svm_acc']:.3f} "
+                    f"({r['seconds']:.0f} s, c {r.get('model.n_components')})",
+                    flush=True,
+                )
+            results.setdefault(name, {})[path] = {"runs": runs, "summary": summary(runs)}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps({"seeds": args.seeds, "results": results}, indent=1))
+    out.with_suffix(".md").write_text(markdown(results, args.seeds))
+    print(markdown(results, args.seeds))
+
+
+if __name__ == "__main__":
+    main()
