@@ -19,6 +19,7 @@ from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from specrage_jax import SpecRaGE, ViewSplitter
+from specrage_jax.config import AUTO_COMPONENTS
 from specrage_jax.data import load_dataset, make_blobs_views
 from specrage_jax.evaluation.metrics import clustering_accuracy
 
@@ -110,7 +111,8 @@ def test_config_overrides_reach_every_config_field(blobs):
     )
     config = est.experiment_config()
     assert config.ortho.grad_through_r_inv is False and config.graph.symmetrize == "max"
-    assert config.eval.kmeans_n_init == 3 and config.model.n_components == 5
+    assert config.eval.kmeans_n_init == 3 and config.model.n_components == AUTO_COMPONENTS  # chosen at fit
+    assert SpecRaGE(**{**SMALL, "n_components": 4}).experiment_config().model.n_components == 4
     with pytest.raises(ValueError, match="unknown field 'nope'"):
         SpecRaGE(config_overrides=["model.nope=1"]).fit(blobs[0])
 

@@ -32,6 +32,7 @@ SMALL = [
     "train.batch_size=128",
     "train.progress=false",
     "graph.n_neighbors=8",
+    "model.n_components=3",  # the data's 3 classes: no data-aware rule reads the rows
     "autoencoder.enabled=true",
     "autoencoder.hidden=32,32",
     "autoencoder.epochs=2",
