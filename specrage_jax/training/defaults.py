@@ -52,9 +52,6 @@ EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
 CLEAR_NCUT_GAIN = 0.075  # more components only where their k-means partition cuts the graph this much less
 NCUT_TOLERANCE = 0.01  # ... and then the fewest whose cut is within this of the lowest
 COMPONENT_RULE_MAX_CLUSTERS = 20  # above this many clusters n_components is the number of clusters
-DENSE_EIGENVECTORS_MAX_ROWS = (
-    DENSE_SPECTRUM_MAX_ROWS  # up to here the Laplacian's eigenvectors by dense eigh, above it ARPACK
-)
 
 
 @dataclass(frozen=True)
@@ -339,11 +336,11 @@ def partition_ncut(w: sp.spmatrix, labels: np.ndarray, n_clusters: int) -> float
 def bottom_laplacian_eigenvectors(w: sp.spmatrix, count: int) -> np.ndarray:
     """(m, count) eigenvectors of the unnormalized Laplacian D - W of a symmetric graph w (m, m)
     with the smallest eigenvalues, ascending: what the network's loss is minimized by. Dense eigh
-    up to DENSE_EIGENVECTORS_MAX_ROWS rows, else ARPACK in shift-invert mode."""
+    up to DENSE_SPECTRUM_MAX_ROWS rows, else ARPACK in shift-invert mode."""
     degrees = np.asarray(w.sum(axis=1)).ravel()
     laplacian = sp.diags(degrees) - sp.csr_matrix(w)
     m = w.shape[0]
-    if m <= DENSE_EIGENVECTORS_MAX_ROWS or count >= m - 1:
+    if m <= DENSE_SPECTRUM_MAX_ROWS or count >= m - 1:
         return np.linalg.eigh(laplacian.toarray())[1][:, :count]
     shift = -1e-3 * max(float(degrees.mean()), 1e-12)  # below 0: L - shift I is positive definite
     start = np.random.default_rng(0).standard_normal(m)
