@@ -45,6 +45,7 @@ from specrage_jax.training.defaults import (
     hidden_widths,
     partition_ncut,
     resolve_defaults,
+    tie_resolved_count,
 )
 from specrage_jax.training.steps import (
     Batch,
@@ -189,6 +190,30 @@ def test_component_count_keeps_k_unless_more_directions_cut_the_graph_clearly_le
     w = sp.csr_matrix(np.exp(-np.square(x[:, None] - x[None]).sum(-1) / 2.0))
     c, cuts = component_count(w, 4)
     assert c == 4 and set(cuts) == {4, 5, 6, 7, 8}
+
+
+def test_a_tie_at_k_grows_the_dimension_to_the_next_clear_gap():
+    # lambda_10 = 2.555 and lambda_11 = 2.561 tie (0.2 %); 2.939 is 15 % above: both directions, c = 11
+    spectrum = np.array([0.0, 0.36, 0.5, 0.72, 0.9, 1.13, 1.58, 1.77, 1.92, 2.555, 2.561, 2.939, 3.1])
+    assert tie_resolved_count(spectrum, 10) == 11
+    assert tie_resolved_count(spectrum, 9) == 9  # 2.555 is 33 % above 1.92: no tie at 9
+    flat = np.array([0.0, 8.0, 8.3, 8.33, 8.5, 8.55, 8.7, 8.8, 8.9])  # ties all along: no c is better than k
+    assert tie_resolved_count(flat, 4) == 4
+    assert tie_resolved_count(spectrum[:10], 10) == 10  # too few eigenvalues to see a tie
+
+
+def test_component_count_resolves_a_tie_the_cuts_do_not_see():
+    # three copies of one blob, 120 degrees apart: the graph's 2nd and 3rd eigenvalues tie exactly
+    # (rotation symmetry), then a clear gap. Asked for 2 clusters, the bottom 2 directions are
+    # any mix of the two tied ones; the rule keeps both.
+    blob = np.random.default_rng(3).normal(scale=0.6, size=(30, 2)) + [0.0, 4.0]
+    turns = [np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]) for a in (0.0, 2 * np.pi / 3, 4 * np.pi / 3)]
+    x = np.concatenate([blob @ r.T for r in turns])
+    w = sp.csr_matrix(np.exp(-np.square(x[:, None] - x[None]).sum(-1) / 2.0))
+    values = np.linalg.eigvalsh(np.diag(np.asarray(w.sum(1)).ravel()) - w.toarray())
+    assert abs(values[2] - values[1]) < 1e-6 * values[1] and values[3] > 1.5 * values[2]
+    assert component_count(w, 2)[0] == 3
+    assert component_count(w, 3)[0] == 3  # no tie at 3
 
 
 def _shape(views, k, **kw):

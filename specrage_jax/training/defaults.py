@@ -52,6 +52,8 @@ EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
 CLEAR_NCUT_GAIN = 0.075  # more components only where their k-means partition cuts the graph this much less
 NCUT_TOLERANCE = 0.01  # ... and then the fewest whose cut is within this of the lowest
 COMPONENT_RULE_MAX_CLUSTERS = 20  # above this many clusters n_components is the number of clusters
+EIGENVALUE_TIE = 0.02  # lambda_c+1 within this (relative) of lambda_c: the bottom c directions are ill-determined
+EIGENVALUE_CLEAR = 0.08  # ... and the subspace grows to the first c whose next eigenvalue is this much above
 
 
 @dataclass(frozen=True)
@@ -335,52 +337,89 @@ def partition_ncut(w: sp.spmatrix, labels: np.ndarray, n_clusters: int) -> float
 
 def bottom_laplacian_eigenvectors(w: sp.spmatrix, count: int) -> np.ndarray:
     """(m, count) eigenvectors of the unnormalized Laplacian D - W of a symmetric graph w (m, m)
-    with the smallest eigenvalues, ascending: what the network's loss is minimized by. Dense eigh
-    up to DENSE_SPECTRUM_MAX_ROWS rows, else ARPACK in shift-invert mode."""
+    with the smallest eigenvalues, ascending: what the network's loss is minimized by."""
+    return bottom_laplacian_eigenpairs(w, count)[1]
+
+
+def bottom_laplacian_eigenpairs(w: sp.spmatrix, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """((count,) eigenvalues ascending, (m, count) eigenvectors) of the unnormalized Laplacian
+    D - W of a symmetric graph w (m, m), the smallest ones. Dense eigh up to
+    DENSE_SPECTRUM_MAX_ROWS rows, else ARPACK in shift-invert mode."""
     degrees = np.asarray(w.sum(axis=1)).ravel()
     laplacian = sp.diags(degrees) - sp.csr_matrix(w)
     m = w.shape[0]
     if m <= DENSE_SPECTRUM_MAX_ROWS or count >= m - 1:
-        return np.linalg.eigh(laplacian.toarray())[1][:, :count]
+        values, vectors = np.linalg.eigh(laplacian.toarray())
+        return values[:count], vectors[:, :count]
     shift = -1e-3 * max(float(degrees.mean()), 1e-12)  # below 0: L - shift I is positive definite
     start = np.random.default_rng(0).standard_normal(m)
     values, vectors = sla.eigsh(laplacian.tocsc(), k=count, sigma=shift, which="LM", v0=start)
-    return vectors[:, np.argsort(values)]
+    order = np.argsort(values)
+    return values[order], vectors[:, order]
+
+
+def tie_resolved_count(eigenvalues: np.ndarray, n_clusters: int) -> int:
+    """The fewest directions c >= k whose subspace the eigenvalues (ascending, at least k + 1)
+    determine: k unless lambda_k+1 is within EIGENVALUE_TIE (relative) of lambda_k; then the
+    first c after k with lambda_c+1 at least EIGENVALUE_CLEAR above lambda_c, or k where none
+    within the eigenvalues given is (a flat spectrum: no c is better determined than k).
+
+    Near a tie lambda_k ~ lambda_k+1, the bottom-k eigen-subspace is ill-determined (a small
+    change of the graph rotates it by a large angle; Davis-Kahan), and the loss cannot tell the
+    k-th direction from the (k+1)-th: a trained network ends on an arbitrary mix of the two,
+    which may miss the direction that separates two clusters. Both directions together are
+    well determined when a clear gap follows them."""
+    k = n_clusters
+    values = np.asarray(eigenvalues, np.float64)
+
+    def relative_gap(c: int) -> float:  # (lambda_c+1 - lambda_c) / lambda_c, 1-based c
+        return float((values[c] - values[c - 1]) / max(values[c - 1], 1e-12))
+
+    if len(values) <= k or relative_gap(k) >= EIGENVALUE_TIE:
+        return k
+    return next((c for c in range(k + 1, len(values)) if relative_gap(c) >= EIGENVALUE_CLEAR), k)
 
 
 def component_count(w: sp.spmatrix, n_clusters: int, *, seed: int = 0) -> tuple[int, dict[int, float]]:
     """(c, {candidate c: normalized cut}): the embedding dimension for k = ``n_clusters`` clusters.
 
     The network learns the bottom eigenvectors of the batch graph's Laplacian, and users run
-    k-means with k clusters on them. The k-th and (k+1)-th eigen-directions can be nearly
-    degenerate (no eigengap at k): a split inside one class may then cost the graph about as
-    little as the split between two classes, and which of the two the bottom k keep decides
-    whether k-means merges two classes. For each c from k to k + min(k, EXTRA_COMPONENTS_MAX),
-    k-means (k clusters, unit rows) partitions the bottom c eigenvectors of w (m, m), and the
-    partition is scored by its normalized cut of w. c stays k unless some c cuts the graph at
-    least CLEAR_NCUT_GAIN less (relative); then the fewest components whose cut is within
-    NCUT_TOLERANCE of the lowest. Above COMPONENT_RULE_MAX_CLUSTERS clusters c is k: one
-    direction more moves the cut of a partition into that many parts far less than the bar
-    (100 clusters: 0.3 %), and the k-means runs would cost seconds for nothing.
+    k-means with k clusters on them. Two things can make the bottom k miss a direction that
+    separates two clusters:
+
+    * no eigengap at k: a split inside one class may cost the graph about as little as the
+      split between two classes. For each c from k to k + min(k, EXTRA_COMPONENTS_MAX), k-means
+      (k clusters, unit rows) partitions the bottom c eigenvectors of w (m, m), and the
+      partition is scored by its normalized cut of w. c stays k unless some c cuts the graph
+      at least CLEAR_NCUT_GAIN less (relative); then the fewest components whose cut is within
+      NCUT_TOLERANCE of the lowest;
+    * a tie at k, where the cuts keep k (:func:`tie_resolved_count`): lambda_k+1 about
+      lambda_k, so the network ends on an arbitrary mix of the two directions; c then grows to
+      the first count after which the spectrum has a clear gap.
+
+    Above COMPONENT_RULE_MAX_CLUSTERS clusters c is k: one direction more moves the cut of a
+    partition into that many parts far less than the bar (100 clusters: 0.3 %), and the
+    k-means runs would cost seconds for nothing.
     """
     k = n_clusters
     m = w.shape[0]
     largest = min(k + min(k, EXTRA_COMPONENTS_MAX), m - 2)
     if largest <= k or k > COMPONENT_RULE_MAX_CLUSTERS:
         return k, {}
-    vectors = bottom_laplacian_eigenvectors(w, largest)
+    values, vectors = bottom_laplacian_eigenpairs(w, min(largest + 1, m - 1))
     scores: dict[int, float] = {}
     with threadpool_limits(limits=1, user_api="openmp"):
         for c in range(k, largest + 1):
             z = vectors[:, :c] / np.maximum(np.linalg.norm(vectors[:, :c], axis=1, keepdims=True), 1e-12)
             labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(z)
             scores[c] = partition_ncut(w, labels, k)
-    return choose_component_count(scores, k), scores
+    chosen = choose_component_count(scores, k)
+    return (min(tie_resolved_count(values, k), largest) if chosen == k else chosen), scores
 
 
 def choose_component_count(scores: dict[int, float], n_clusters: int) -> int:
-    """The rule of :func:`component_count` on {c: normalized cut}: k unless the lowest cut is at
-    least CLEAR_NCUT_GAIN below k's; then the smallest c within NCUT_TOLERANCE of the lowest."""
+    """The cut rule of :func:`component_count` on {c: normalized cut}: k unless the lowest cut is
+    at least CLEAR_NCUT_GAIN below k's; then the smallest c within NCUT_TOLERANCE of the lowest."""
     if not scores:
         return n_clusters
     lowest = min(scores.values())
@@ -485,7 +524,9 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 components,
                 f"the {shape.n_clusters} clusters asked for, unless k-means on more eigen-directions of a {m}-row "
                 f"batch's graph cuts it at least {CLEAR_NCUT_GAIN:.0%} less (then the fewest within "
-                f"{NCUT_TOLERANCE:.0%} of the lowest); normalized cut by components: {shown}",
+                f"{NCUT_TOLERANCE:.0%} of the lowest), or its eigenvalues tie at k (lambda_k+1 within "
+                f"{EIGENVALUE_TIE:.0%} of lambda_k: then up to the next clear gap); normalized cut by "
+                f"components: {shown}",
             ),
         )
     if shape.views is not None and train.missing_view_batch_growth > 1:
