@@ -414,6 +414,28 @@ class ExperimentConfig:
         return [name for name, waiting in pending.items() if waiting]
 
 
+# A number to suggest for each setting that waits for the data, in the messages that refuse it.
+_RESOLVED_EXAMPLES = {
+    "model.n_components": ("ModelConfig", "n_components=10"),
+    "model.view_hidden": ("ModelConfig", "view_hidden=(512, 512, 256)"),
+    "graph.n_neighbors": ("GraphConfig", "n_neighbors=10"),
+    "train.epochs": ("TrainConfig", "epochs=50"),
+    "train.batch_size": ("TrainConfig", "batch_size=1024"),
+}
+
+
+def unresolved_message(name: str) -> str:
+    """One line refusing the setting ``name`` ("section.field") left at its "from the data" value
+    where no data is at hand to resolve it (the state, the training loop), saying how to resolve it."""
+    section, example = _RESOLVED_EXAMPLES[name]
+    sentinel = {"model.n_components": AUTO_COMPONENTS, "model.view_hidden": AUTO_WIDTHS}.get(name, 0)
+    return (
+        f"{name}={sentinel!r} means 'resolved from the data', which only SpecRaGE.fit and `specrage train` do: "
+        f"give a value (e.g. {section}({example})) or resolve the configuration first with "
+        f"specrage_jax.training.defaults.resolve_defaults"
+    )
+
+
 def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
     """Per-dataset departures from the defaults, by section. Each comment gives the command that
     reproduces the preset and what it reached (BUILD_NOTES.md has the details)."""

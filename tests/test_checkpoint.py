@@ -39,7 +39,7 @@ from specrage_jax.training.checkpoint_files import (
     CheckpointWarning,
     write_file_manifest,
 )
-from specrage_jax.training.loop import fit
+from specrage_jax.training.loop import train_loop
 from specrage_jax.training.pretrained import PretrainedNets
 from specrage_jax.training.stages import encode_views
 
@@ -70,7 +70,7 @@ TRAIN = TrainConfig(epochs=4, batch_size=32, progress=False)
 @pytest.fixture(scope="module")
 def trained():
     """A small state after a few epochs (R^-1 and Adam moments far from their initial values)."""
-    state, history = fit(small_state(), clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=0)
+    state, history = train_loop(small_state(), clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=0)
     return state, history
 
 
@@ -189,12 +189,12 @@ def test_truncated_or_altered_files_give_a_clear_error(tmp_path, trained):
 def test_resumed_fit_equals_the_uninterrupted_run(tmp_path, trained):
     state_full, history_full = trained
     with TrainingCheckpointer(tmp_path / "ck", every_epochs=1, keep=3, model_config=MODEL) as ckpt:
-        fit(small_state(), clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=0, checkpointer=ckpt)
+        train_loop(small_state(), clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=0, checkpointer=ckpt)
         assert ckpt.epochs() == [2, 3, 4]
         restored = ckpt.restore(2, small_state())
     assert restored.progress.epochs_done == 2 and restored.progress.seed == 0
     assert [r.epoch for r in restored.progress.history.epochs] == [0, 1]
-    state, history = fit(
+    state, history = train_loop(
         restored.state, clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=0, resume=restored.progress
     )
     assert_trees_equal(state.params, state_full.params)
@@ -204,12 +204,14 @@ def test_resumed_fit_equals_the_uninterrupted_run(tmp_path, trained):
     assert strip == [dataclasses.replace(r, seconds=0.0) for r in history_full.epochs]
     assert history.steps == history_full.steps and history.stop_reason == history_full.stop_reason
     with pytest.raises(ValueError, match="seed 1 a run trained with seed 0"):
-        fit(restored.state, clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=1, resume=restored.progress)
+        train_loop(
+            restored.state, clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=1, resume=restored.progress
+        )
 
 
 def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
     with TrainingCheckpointer(tmp_path / "ck", every_epochs=1, keep=3, model_config=MODEL) as ckpt:
-        fit(small_state(), clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=0, checkpointer=ckpt)
+        train_loop(small_state(), clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=0, checkpointer=ckpt)
     newest = tmp_path / "ck" / "epoch_4"
     target = largest_file(newest / "arrays")
     os.truncate(target, target.stat().st_size // 2)
@@ -228,7 +230,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path):
 
 def test_a_checkpoint_of_another_model_is_refused(tmp_path):
     with TrainingCheckpointer(tmp_path / "ck", every_epochs=2, model_config=MODEL) as ckpt:
-        fit(small_state(), clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=0, checkpointer=ckpt)
+        train_loop(small_state(), clustered_views(96, 0), clustered_views(40, 1), TRAIN, seed=0, checkpointer=ckpt)
         assert ckpt.epochs() == [2, 4]
         three_views = create_state([2, 2, 2], MODEL, GRAPH, OrthoConfig(), learning_rate=1e-3, seed=0)
         with pytest.raises(CheckpointError, match=r"epoch_4 was written for another model: its view_dims is \[2, 2\]"):

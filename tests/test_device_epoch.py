@@ -10,7 +10,7 @@ import pytest
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
 from specrage_jax.nets.state import create_state
 from specrage_jax.training.device_epoch import put_training_data, train_epoch_on_device
-from specrage_jax.training.loop import batch_indices, fit
+from specrage_jax.training.loop import batch_indices, train_loop
 from tests.test_train import clustered_views
 
 MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
@@ -51,8 +51,8 @@ def test_fit_on_device_follows_the_host_loop(through: bool, missing: bool) -> No
     if missing:  # incomplete data: the mask travels with the data into the scanned epoch
         train, val = with_missing_views(train, 2), with_missing_views(val, 3)
     config = TrainConfig(epochs=3, batch_size=64, progress=False)
-    host, h_host = fit(state(through), train, val, config, seed=5)
-    dev, h_dev = fit(
+    host, h_host = train_loop(state(through), train, val, config, seed=5)
+    dev, h_dev = train_loop(
         state(through), train, val, TrainConfig(epochs=3, batch_size=64, progress=False, data_on_device=True), seed=5
     )
     assert max_abs_diff(host.params, dev.params) < 1e-5
@@ -93,7 +93,7 @@ def test_streamed_views_are_refused(tmp_path) -> None:
     source = open_views_memmap(tmp_path / "c")
     streamed = [MemmapRows.all_rows(source, v) for v in range(2)]
     with pytest.raises(ValueError, match="data_on_device needs the training views in memory"):
-        fit(
+        train_loop(
             state(),
             streamed,
             clustered_views(40, 1),

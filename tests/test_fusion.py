@@ -15,7 +15,7 @@ from specrage_jax.config import FUSIONS, GraphConfig, ModelConfig, OrthoConfig, 
 from specrage_jax.data import make_blobs_views
 from specrage_jax.nets.model import SpecRaGENet
 from specrage_jax.nets.state import create_state
-from specrage_jax.training.loop import fit
+from specrage_jax.training.loop import train_loop
 
 DIMS = (5, 3)
 SMALL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
@@ -82,7 +82,7 @@ def test_learnable_fusions_train_to_a_finite_orthogonal_embedding(fusion: str) -
         learning_rate=1e-3,
         seed=0,
     )
-    state, history = fit(
+    state, history = train_loop(
         state,
         [v[:500] for v in data.views],
         [v[500:] for v in data.views],

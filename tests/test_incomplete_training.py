@@ -24,7 +24,7 @@ from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_l
 from specrage_jax.ops.spectral import present_pairs_laplacian_eigenvectors
 from specrage_jax.ops.weights import weight_balance_penalty, weight_entropy_penalty
 from specrage_jax.training.checkpoint import TrainingCheckpointer
-from specrage_jax.training.loop import fit, missing_view_mask
+from specrage_jax.training.loop import missing_view_mask, train_loop
 from specrage_jax.training.steps import Batch, edge_graph, grad_step, ortho_step, train_step
 
 
@@ -221,7 +221,7 @@ TRAIN = TrainConfig(epochs=4, batch_size=32, progress=False)
 
 def test_fit_on_incomplete_data_trains_and_weights_missing_views_zero():
     train, val = drop_views(clustered_views(96, 0), 0.5, 2), drop_views(clustered_views(40, 1), 0.5, 3)
-    state, history = fit(small_state(), train, val, TRAIN, seed=0)
+    state, history = train_loop(small_state(), train, val, TRAIN, seed=0)
     assert all(np.isfinite(r.train_loss) and np.isfinite(r.val_loss) for r in history.epochs)
     from specrage_jax.nets.embed import embed
 
@@ -233,11 +233,11 @@ def test_fit_on_incomplete_data_trains_and_weights_missing_views_zero():
 
 def test_resume_with_masks_equals_the_uninterrupted_run(tmp_path):
     train, val = drop_views(clustered_views(96, 0), 0.4, 4), drop_views(clustered_views(40, 1), 0.4, 5)
-    full, history_full = fit(small_state(), train, val, TRAIN, seed=0)
+    full, history_full = train_loop(small_state(), train, val, TRAIN, seed=0)
     with TrainingCheckpointer(tmp_path / "ck", every_epochs=1, keep=3, model_config=MODEL) as ckpt:
-        fit(small_state(), train, val, TRAIN, seed=0, checkpointer=ckpt)
+        train_loop(small_state(), train, val, TRAIN, seed=0, checkpointer=ckpt)
         restored = ckpt.restore(2, small_state())
-    state, history = fit(restored.state, train, val, TRAIN, seed=0, resume=restored.progress)
+    state, history = train_loop(restored.state, train, val, TRAIN, seed=0, resume=restored.progress)
     for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(full.params)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     np.testing.assert_array_equal(np.asarray(state.r_inv), np.asarray(full.r_inv))

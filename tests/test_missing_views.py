@@ -17,7 +17,7 @@ from specrage_jax.data import load_dataset
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.model import SpecRaGENet
-from specrage_jax.nets.state import create_state, predict
+from specrage_jax.nets.state import create_state, embed_batch
 
 DIMS = (4, 3, 5)
 MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
@@ -67,8 +67,8 @@ def test_nan_rows_of_a_missing_view_never_reach_the_output(state):
     mask[2, 1] = False
     with_nan = [v.copy() for v in views]
     with_nan[1][2] = np.nan
-    y_nan, a_nan = predict(state, tuple(jnp.asarray(v) for v in with_nan), jnp.asarray(mask))
-    y_val, a_val = predict(state, tuple(jnp.asarray(v) for v in views), jnp.asarray(mask))
+    y_nan, a_nan = embed_batch(state, tuple(jnp.asarray(v) for v in with_nan), jnp.asarray(mask))
+    y_val, a_val = embed_batch(state, tuple(jnp.asarray(v) for v in views), jnp.asarray(mask))
     assert np.all(np.isfinite(np.asarray(y_nan)))
     np.testing.assert_array_equal(np.asarray(y_nan), np.asarray(y_val))  # what the missing row held is irrelevant
     np.testing.assert_array_equal(np.asarray(a_nan), np.asarray(a_val))

@@ -9,7 +9,7 @@ from specrage_jax.data import make_blobs_views
 from specrage_jax.evaluation.monitor import SpectralMonitor, spectral_reference
 from specrage_jax.nets.state import create_state
 from specrage_jax.ops.diagnostics import grassmann_distance_sq
-from specrage_jax.training.loop import fit
+from specrage_jax.training.loop import train_loop
 
 
 def test_monitor_records_a_falling_grassmann_distance_and_quadratic_forms_on_blobs():
@@ -30,7 +30,7 @@ def test_monitor_records_a_falling_grassmann_distance_and_quadratic_forms_on_blo
         learning_rate=1e-3,
         seed=0,
     )
-    fit(state, train, val, TrainConfig(epochs=8, batch_size=350, progress=False), seed=0, on_epoch_end=monitor)
+    train_loop(state, train, val, TrainConfig(epochs=8, batch_size=350, progress=False), seed=0, on_epoch_end=monitor)
     curve = monitor.grassmann_curve()
     assert len(curve) == 8 and all(0.0 <= g <= k + 1e-9 for g in curve)
     assert curve[-1] < curve[0]

@@ -33,7 +33,7 @@ CHILD = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
     from specrage_jax.training.steps import Batch, eval_loss, grad_step, ortho_step, train_step
-    from specrage_jax.nets.state import create_state, predict
+    from specrage_jax.nets.state import create_state, embed_batch
     from specrage_jax.training import sharding as sh
 
     MODEL = ModelConfig(n_components=4, view_hidden=(32, 32), weighting_hidden=(16,))
@@ -76,7 +76,7 @@ CHILD = textwrap.dedent("""
         multi, l4, metrics, cache = run(through, lambda s: sh.replicate(s, mesh), lambda b: sh.shard_batch(b, mesh))
         probe = Batch(views=pool[9])
         sharded_probe = sh.shard_batch(probe, mesh)
-        y4, _ = predict(multi, sharded_probe.views)
+        y4, _ = embed_batch(multi, sharded_probe.views)
         r = out[str(through)] = {
             "loss_single": l1, "loss_multi": l4,
             "loss_max_abs_diff": max(abs(a - b) for a, b in zip(l1, l4)),
@@ -86,7 +86,7 @@ CHILD = textwrap.dedent("""
             "r_inv_max_abs": float(jnp.max(jnp.abs(single.r_inv))),
             "eval_loss_single": float(eval_loss(single, probe)),
             "eval_loss_multi_sharded": float(eval_loss(multi, sharded_probe)),
-            "predict_max_abs_diff": max_diff(predict(single, probe.views)[0], y4),
+            "predict_max_abs_diff": max_diff(embed_batch(single, probe.views)[0], y4),
             "predict_out_sharded": sh.is_batch_sharded_on(y4, mesh),
             "state_all_replicated": all(sh.is_replicated_on(x, mesh) for x in jax.tree.leaves(multi)),
             "metrics_all_replicated": all(sh.is_replicated_on(x, mesh) for x in jax.tree.leaves(metrics)),
@@ -126,21 +126,21 @@ CHILD = textwrap.dedent("""
         out["too_many_error"] = None
     except ValueError as e:
         out["too_many_error"] = str(e)
-    # the training loop: fit(mesh=...) against fit() from the same state, seed and data
+    # the training loop: train_loop(mesh=...) against train_loop() from the same state, seed and data
     from specrage_jax.config import TrainConfig
-    from specrage_jax.training.loop import fit
+    from specrage_jax.training.loop import train_loop
     views = tuple(rng.standard_normal((200, d)).astype(np.float32) for d in DIMS)
     val = tuple(rng.standard_normal((72, d)).astype(np.float32) for d in DIMS)
     tc = TrainConfig(epochs=2, batch_size=64, progress=False)
-    fit_single, h1 = fit(fresh(True), views, val, tc, seed=3)
-    fit_multi, h4 = fit(fresh(True), views, val, tc, seed=3, mesh=mesh)
+    fit_single, h1 = train_loop(fresh(True), views, val, tc, seed=3)
+    fit_multi, h4 = train_loop(fresh(True), views, val, tc, seed=3, mesh=mesh)
     out["fit"] = {"params_max_abs_diff": max_diff(fit_single.params, fit_multi.params),
                   "r_inv_max_abs_diff": max_diff(fit_single.r_inv, fit_multi.r_inv),
                   "train_loss": [[r.train_loss for r in h.epochs] for h in (h1, h4)],
                   "state_all_replicated": all(sh.is_replicated_on(x, mesh) for x in jax.tree.leaves(fit_multi))}
     # the device-resident epoch (one compiled scan per epoch, batches gathered on the devices)
     tc_dev = TrainConfig(epochs=2, batch_size=64, progress=False, data_on_device=True)
-    fit_dev, h_dev = fit(fresh(True), views, val, tc_dev, seed=3, mesh=mesh)
+    fit_dev, h_dev = train_loop(fresh(True), views, val, tc_dev, seed=3, mesh=mesh)
     out["fit_on_device"] = {"params_max_abs_diff": max_diff(fit_single.params, fit_dev.params),
                             "r_inv_max_abs_diff": max_diff(fit_single.r_inv, fit_dev.r_inv),
                             "train_loss": [[r.train_loss for r in h.epochs] for h in (h1, h_dev)],
@@ -149,16 +149,16 @@ CHILD = textwrap.dedent("""
     holes = [v.copy() for v in views]
     for row in np.flatnonzero(rng.random(200) < 0.4):
         holes[int(rng.integers(0, len(DIMS)))][row] = np.nan
-    fit_single_m, hm1 = fit(fresh(True), holes, val, tc, seed=3)
-    fit_multi_m, hm4 = fit(fresh(True), holes, val, tc, seed=3, mesh=mesh)
-    fit_dev_m, hm_dev = fit(fresh(True), holes, val, tc_dev, seed=3, mesh=mesh)
+    fit_single_m, hm1 = train_loop(fresh(True), holes, val, tc, seed=3)
+    fit_multi_m, hm4 = train_loop(fresh(True), holes, val, tc, seed=3, mesh=mesh)
+    fit_dev_m, hm_dev = train_loop(fresh(True), holes, val, tc_dev, seed=3, mesh=mesh)
     out["fit_masked"] = {"params_max_abs_diff": max(max_diff(fit_single_m.params, fit_multi_m.params),
                                                     max_diff(fit_single_m.params, fit_dev_m.params)),
                          "r_inv_max_abs_diff": max(max_diff(fit_single_m.r_inv, fit_multi_m.r_inv),
                                                    max_diff(fit_single_m.r_inv, fit_dev_m.r_inv)),
                          "train_loss": [[r.train_loss for r in h.epochs] for h in (hm1, hm4, hm_dev)]}
     try:
-        fit(fresh(True), views, val, TrainConfig(epochs=1, batch_size=62, progress=False), seed=3, mesh=mesh)
+        train_loop(fresh(True), views, val, TrainConfig(epochs=1, batch_size=62, progress=False), seed=3, mesh=mesh)
         out["fit_indivisible_error"] = None
     except ValueError as e:
         out["fit_indivisible_error"] = str(e)

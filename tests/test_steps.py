@@ -16,7 +16,7 @@ from flax import nnx
 
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
 from specrage_jax.nets.embed import embed
-from specrage_jax.nets.state import SpecRaGEState, create_state, predict
+from specrage_jax.nets.state import SpecRaGEState, create_state, embed_batch
 from specrage_jax.ops.affinity import knn_gaussian_affinity
 from specrage_jax.ops.laplacian import pairwise_spectral_loss
 from specrage_jax.ops.ortho import orthonormalizer
@@ -97,10 +97,10 @@ def views_b():
 @pytest.mark.parametrize("mode", MODES)
 def test_ortho_step_orthonormalizes_its_batch(adam_states, views_a, views_b, mode):
     state = copy(adam_states[mode])
-    assert gram_error(predict(state, views_a)[0]) > 1e-2  # R^-1 = I before: far from orthonormal
+    assert gram_error(embed_batch(state, views_a)[0]) > 1e-2  # R^-1 = I before: far from orthonormal
     state = ortho_step(state, Batch(views_a))
-    assert gram_error(predict(state, views_a)[0]) < 1e-4
-    assert gram_error(predict(state, views_b)[0]) > 1e-3  # only the fitted batch is exact
+    assert gram_error(embed_batch(state, views_a)[0]) < 1e-4
+    assert gram_error(embed_batch(state, views_b)[0]) > 1e-3  # only the fitted batch is exact
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -218,7 +218,7 @@ def test_identical_rows_batch_stays_finite(adam_states, mode):
     assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(state.params))
     assert np.isfinite(float(metrics["loss"]))
     assert np.isfinite(float(metrics["grad_norm"]))
-    assert np.isfinite(np.asarray(predict(state, random_views(5, 4))[0])).all()
+    assert np.isfinite(np.asarray(embed_batch(state, random_views(5, 4))[0])).all()
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -228,7 +228,7 @@ def test_batch_smaller_than_k_stays_finite(mode):
     state = ortho_step(state, Batch(ortho_views))
     r_inv = np.asarray(state.r_inv)
     assert r_inv.shape == (4, 4) and np.isfinite(r_inv).all()
-    y = np.asarray(predict(state, ortho_views)[0])
+    y = np.asarray(embed_batch(state, ortho_views)[0])
     assert np.isfinite(y).all() and np.abs(y).max() <= np.sqrt(3) + 1e-3
     state, metrics = grad_step(state, grad_batch(state, views, ortho_views))
     np.testing.assert_array_equal(np.asarray(state.r_inv), r_inv)
@@ -274,7 +274,7 @@ def test_loss_decreases_on_clustered_data(adam_states, mode):
 
 
 def test_view_weights_on_simplex(adam_states, views_a):
-    _, alpha = predict(adam_states[True], views_a)
+    _, alpha = embed_batch(adam_states[True], views_a)
     alpha = np.asarray(alpha)
     assert alpha.shape == (M, len(DIMS))
     assert (alpha >= 0).all()
@@ -289,7 +289,7 @@ def fitted_state(adam_states, views_a) -> SpecRaGEState:
 def test_embed_in_chunks_equals_one_predict(fitted_state):
     views = tuple(np.asarray(v) for v in random_views(50, 9))
     y, alpha = embed(fitted_state, views, batch_size=16)  # 4 chunks, the last padded from 2 to 16 rows
-    y_all, alpha_all = predict(fitted_state, tuple(jnp.asarray(v) for v in views))
+    y_all, alpha_all = embed_batch(fitted_state, tuple(jnp.asarray(v) for v in views))
     assert y.shape == (50, 4) and alpha.shape == (50, 2)
     np.testing.assert_allclose(y, np.asarray(y_all), atol=1e-5)
     np.testing.assert_allclose(alpha, np.asarray(alpha_all), atol=1e-6)
@@ -348,7 +348,7 @@ def test_loss_variants_weights_in_affinity_and_mass_normalization():
     ):
         state = make_state(False, graph=graph)
         loss, alpha = spectral_loss(state, state.params, Batch(views), state.r_inv)
-        y = predict(state, views)[0]
+        y = embed_batch(state, views)[0]
         w = batch_affinities(views, state.view_scales, graph)
         if expect == "eq1":
             want = weighted_laplacian_loss(y, w)

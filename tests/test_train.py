@@ -11,7 +11,7 @@ from specrage_jax.training.loop import (
     batch_indices,
     effective_batch_size,
     estimate_view_scales,
-    fit,
+    train_loop,
 )
 
 MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
@@ -34,14 +34,14 @@ def test_fit_names_the_view_with_nan():
     train, val = clustered_views(60, 0), clustered_views(20, 1)
     train[1][7, 0] = np.nan
     with pytest.raises(ValueError, match="train_views: view 1 .*NaN"):
-        fit(small_state(), train, val, TrainConfig(epochs=1, progress=False), seed=0)
+        train_loop(small_state(), train, val, TrainConfig(epochs=1, progress=False), seed=0)
 
 
 def test_fit_names_the_view_with_wrong_width():
     train, val = clustered_views(60, 0), clustered_views(20, 1)
     val[0] = np.zeros((20, 3), np.float32)
     with pytest.raises(ValueError, match="val_views: view 0 has 3 features"):
-        fit(small_state(), train, val, TrainConfig(epochs=1, progress=False), seed=0)
+        train_loop(small_state(), train, val, TrainConfig(epochs=1, progress=False), seed=0)
 
 
 def test_batch_indices_cover_every_sample_once_per_pass():
@@ -66,7 +66,7 @@ def test_global_scale_rejects_a_view_without_geometry():
 def test_plateau_lowers_the_rate_and_stops():
     train, val = clustered_views(90, 0), clustered_views(30, 1)
     config = TrainConfig(epochs=200, batch_size=64, lr_patience=0, lr_factor=0.1, min_lr=1e-5, progress=False)
-    state, history = fit(small_state(), train, val, config, seed=0)
+    state, history = train_loop(small_state(), train, val, config, seed=0)
     rates = [r.learning_rate for r in history.epochs]
     assert rates[0] == pytest.approx(1e-3)
     assert min(rates) < 1e-3

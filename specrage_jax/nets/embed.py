@@ -11,7 +11,7 @@ import numpy as np
 from specrage_jax.config import AUTO, OUTPUT_ROWS
 from specrage_jax.data.lazy import check_streamed_views, is_streamed
 from specrage_jax.data.preprocess import unit_rows
-from specrage_jax.nets.state import SpecRaGEState, predict
+from specrage_jax.nets.state import SpecRaGEState, embed_batch
 from specrage_jax.validation import as_view_arrays, check_view_dims, view_presence
 
 
@@ -67,7 +67,7 @@ def embed(
             pad = batch_size - count
             chunk = [np.pad(r, ((0, pad), (0, 0))) for r in chunk]
             chunk_mask = np.pad(chunk_mask, ((0, pad), (0, 0)), constant_values=True)
-        y, alpha = predict(state, tuple(jnp.asarray(r) for r in chunk), jnp.asarray(chunk_mask))
+        y, alpha = embed_batch(state, tuple(jnp.asarray(r) for r in chunk), jnp.asarray(chunk_mask))
         ys.append(np.asarray(y)[:count])
         alphas.append(np.asarray(alpha)[:count])
     y = np.concatenate(ys)

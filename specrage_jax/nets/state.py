@@ -1,11 +1,13 @@
-"""The SpecRaGE training state (networks, R^-1, Adam, view scales) and inference with it.
+"""The SpecRaGE training state (networks, R^-1, the optimizer, view scales) and inference with it.
 
 :class:`SpecRaGEState` is what the jitted steps (:mod:`specrage_jax.training.steps`) take and
-return; :func:`predict` embeds a batch with the stored R^-1.
+return; :func:`embed_batch` embeds one batch with the stored R^-1 (``nets.embed.embed`` embeds any
+number of rows in batches).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -17,8 +19,10 @@ import optax
 from chex import ArrayTree  # noqa: F401  # pdoc resolves optax.OptState (chex's self-referencing ArrayTree) here
 from flax import nnx, struct
 
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.config import ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, TrainConfig, unresolved_message
 from specrage_jax.nets.model import OrthoWeight, SpecRaGENet
+
+DEFAULT_LEARNING_RATE = TrainConfig().learning_rate  # the default Adam's rate, as a configuration's
 
 
 @struct.dataclass
@@ -26,9 +30,10 @@ class SpecRaGEState:
     """Everything that training changes, plus the static pieces the steps need.
 
     Array fields: ``step`` (), ``params`` (nnx.Param state), ``ortho`` (the R^-1
-    ``OrthoWeight`` state), ``opt_state`` (Adam, learning rate injected), ``view_scales`` (V,)
-    global Gaussian scales sigma_v (unused when ``graph.scale_mode == 'batch'``). The static
-    fields (graphdef and the frozen configs) compare by value, so equal setups share compiles.
+    ``OrthoWeight`` state), ``opt_state`` (the state of ``tx``), ``view_scales`` (V,) global
+    Gaussian scales sigma_v (unused when ``graph.scale_mode == 'batch'``). The static fields (graphdef,
+    the frozen configs and the optimizer ``tx``) compare by value (``tx`` by identity), so equal
+    setups share compiles.
     """
 
     step: jax.Array
@@ -39,6 +44,7 @@ class SpecRaGEState:
     graphdef: nnx.GraphDef = struct.field(pytree_node=False)
     graph: GraphConfig = struct.field(pytree_node=False)
     ortho_config: OrthoConfig = struct.field(pytree_node=False)
+    tx: optax.GradientTransformation = struct.field(pytree_node=False)
 
     if TYPE_CHECKING:
 
@@ -50,24 +56,75 @@ class SpecRaGEState:
         return cast(jax.Array, self.ortho["r_inv"][...])
 
     @property
-    def learning_rate(self) -> float:
-        return float(self.opt_state.hyperparams["learning_rate"])
+    def learning_rate(self) -> float | None:
+        """The optimizer's learning rate where it is a hyperparameter in its state (the default
+        Adam, or any optimizer built with ``optax.inject_hyperparams``); None for an optimizer that
+        keeps its rate to itself."""
+        rate = injected_learning_rate(self.opt_state)
+        return None if rate is None else float(rate)
 
     def with_learning_rate(self, learning_rate: float) -> SpecRaGEState:
-        hyper = dict(self.opt_state.hyperparams, learning_rate=jnp.asarray(learning_rate, jnp.float32))
-        return self.replace(opt_state=self.opt_state._replace(hyperparams=hyper))
+        """The state with the optimizer's injected learning rate set (the plateau schedule's way
+        of changing it between steps without recompiling).
+
+        Raises:
+          ValueError: the optimizer holds no injected learning rate.
+        """
+        if injected_learning_rate(self.opt_state) is None:
+            raise ValueError(
+                "the optimizer holds no learning rate to set: build it with "
+                "optax.inject_hyperparams(...)(learning_rate=...) to let the plateau schedule change it"
+            )
+        rate = jnp.asarray(learning_rate, jnp.float32)
+        return self.replace(opt_state=optax.tree_utils.tree_set(self.opt_state, learning_rate=rate))
+
+    def apply_gradients(self, grads: nnx.State) -> SpecRaGEState:
+        """One update of the parameters by ``tx`` (the step counter advances; R^-1 is unchanged)."""
+        updates, opt_state = self.tx.update(grads, self.opt_state, self.params)
+        params = optax.apply_updates(self.params, updates)
+        return self.replace(step=self.step + 1, params=params, opt_state=opt_state)
 
     def model(self) -> SpecRaGENet:
         """The NNX module with this state's parameters and R^-1 (for inspection)."""
         return nnx.merge(self.graphdef, self.params, self.ortho)
 
 
+def injected_learning_rate(opt_state: optax.OptState) -> jax.Array | None:
+    """The ``learning_rate`` hyperparameter in an optimizer state (None when there is none).
+
+    Raises:
+      ValueError: the state holds several (the plateau schedule could not tell which to drive).
+    """
+    try:
+        return cast("jax.Array | None", optax.tree_utils.tree_get(opt_state, "learning_rate"))
+    except KeyError:
+        raise ValueError(
+            "the optimizer holds several injected learning rates; the plateau schedule drives one: "
+            "inject the rate of one transformation only"
+        ) from None
+
+
+@functools.cache
 def adam_optimizer() -> optax.GradientTransformation:
-    """Adam with the learning rate held in its state (``inject_hyperparams``), so the plateau
-    schedule changes it between steps without recompiling. Built afresh where needed: it is a
-    pair of pure functions, and keeping it out of the state's static fields lets states with
-    equal configurations share compiled steps."""
-    return optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)
+    """The default optimizer: Adam with the learning rate held in its state
+    (``inject_hyperparams``), so the plateau schedule changes it between steps without
+    recompiling. One instance for the process: the optimizer is a static field of the state, so
+    states built with it share compiled steps (its rate lives in the state, set by
+    :func:`create_state`)."""
+    return optax.inject_hyperparams(optax.adam)(learning_rate=DEFAULT_LEARNING_RATE)
+
+
+def check_resolved(model_config: ModelConfig, graph_config: GraphConfig) -> None:
+    """Refuses the settings that mean "from the data" (model.n_components -1, model.view_hidden
+    (0,), graph.n_neighbors 0): a network and its graph need numbers.
+
+    Raises:
+      ValueError: naming the first such setting and how to resolve it.
+    """
+    pending = ExperimentConfig(model=model_config, graph=graph_config).unresolved_fields()
+    for name in ("model.n_components", "model.view_hidden", "graph.n_neighbors"):
+        if name in pending:
+            raise ValueError(unresolved_message(name))
 
 
 def create_state(
@@ -76,14 +133,33 @@ def create_state(
     graph_config: GraphConfig,
     ortho_config: OrthoConfig,
     *,
-    learning_rate: float,
     seed: int,
+    learning_rate: float | None = None,
+    tx: optax.GradientTransformation | None = None,
     view_scales: Sequence[float] | np.ndarray | None = None,
 ) -> SpecRaGEState:
-    """A fresh training state: initialized networks, R^-1 = I, Adam at ``learning_rate``."""
+    """A fresh training state: initialized networks, R^-1 = I, and the optimizer's state.
+
+    The optimizer is ``tx`` (any ``optax.GradientTransformation``), or by default Adam at
+    ``learning_rate`` (default ``TrainConfig().learning_rate``). The training loop's plateau
+    schedule lowers the learning rate where the optimizer holds it as a hyperparameter (the
+    default Adam; for ``tx``, build it with ``optax.inject_hyperparams``); an optimizer that keeps
+    its rate to itself (``optax.adamw(1e-3)``, or one with an optax schedule) trains at its own
+    rate and the plateau schedule leaves it alone.
+
+    Raises:
+      ValueError: both ``learning_rate`` and ``tx`` given (the rate belongs inside ``tx``); a
+        setting that means "from the data" (:func:`check_resolved`); ``graph.scale_mode='global'``
+        without ``view_scales``; a scale that is not positive.
+    """
+    if tx is not None and learning_rate is not None:
+        raise ValueError(
+            "create_state takes learning_rate (for the default Adam) or tx (holding its own rate), not both"
+        )
+    check_resolved(model_config, graph_config)
     if graph_config.scale_mode == "global" and view_scales is None:
         raise ValueError(
-            "graph.scale_mode='global' needs view_scales (see train.estimate_view_scales), "
+            "graph.scale_mode='global' needs view_scales (see specrage_jax.training.loop.estimate_view_scales), "
             "or use graph.scale_mode='batch'"
         )
     if view_scales is not None and not all(float(s) > 0 for s in view_scales):
@@ -92,21 +168,26 @@ def create_state(
     graphdef, params, ortho = cast(tuple[nnx.GraphDef, nnx.State, nnx.State], nnx.split(model, nnx.Param, OrthoWeight))
     scales = jnp.ones((len(view_dims),), jnp.float32) if view_scales is None else jnp.asarray(view_scales, jnp.float32)
     chex.assert_shape(scales, (len(view_dims),))
+    optimizer = adam_optimizer() if tx is None else tx
     state = SpecRaGEState(
         step=jnp.zeros((), jnp.int32),
         params=params,
         ortho=ortho,
-        opt_state=adam_optimizer().init(params),
+        opt_state=optimizer.init(params),
         view_scales=scales,
         graphdef=graphdef,
         graph=graph_config,
         ortho_config=ortho_config,
+        tx=optimizer,
     )
-    return state.with_learning_rate(learning_rate)
+    if tx is not None:
+        injected_learning_rate(state.opt_state)  # several injected rates: refused here, not at the first epoch
+        return state
+    return state.with_learning_rate(DEFAULT_LEARNING_RATE if learning_rate is None else learning_rate)
 
 
 @jax.jit
-def predict(
+def embed_batch(
     state: SpecRaGEState, views: tuple[jax.Array, ...], mask: jax.Array | None = None
 ) -> tuple[jax.Array, jax.Array]:
     """(Y (m, k), alpha (m, V)) for a batch of samples, with the stored R^-1.

@@ -37,7 +37,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
-from specrage_jax.nets.state import SpecRaGEState, adam_optimizer, create_state
+from specrage_jax.nets.state import SpecRaGEState, create_state
 from specrage_jax.overrides import section_from_dict
 from specrage_jax.training.checkpoint_files import (
     ARRAYS_ITEM,
@@ -115,10 +115,14 @@ def model_config_of(state: SpecRaGEState, given: ModelConfig | None = None) -> M
 
 
 def abstract_state(
-    view_dims: Sequence[int], model: ModelConfig, graph: GraphConfig, ortho: OrthoConfig, learning_rate: float = 1e-3
+    view_dims: Sequence[int],
+    model: ModelConfig,
+    graph: GraphConfig,
+    ortho: OrthoConfig,
+    learning_rate: float | None = None,
 ) -> SpecRaGEState:
-    """The structure of ``create_state``'s result with jax.ShapeDtypeStruct leaves (traced, not
-    run: no initialization cost)."""
+    """The structure of ``create_state``'s result (the default Adam) with jax.ShapeDtypeStruct
+    leaves (traced, not run: no initialization cost)."""
     scales = np.ones(len(view_dims), np.float32)
     return jax.eval_shape(
         lambda: create_state(
@@ -150,15 +154,16 @@ def state_from_trees(
     template: SpecRaGEState, saved: Mapping[str, Any], *, where: Path, learning_rate: float | None = None
 ) -> SpecRaGEState:
     """``template`` (real or abstract leaves) with the saved arrays in place; without a saved
-    optimizer state, a fresh Adam state at ``learning_rate``."""
+    optimizer state, a fresh state of the template's optimizer (``template.tx``), at
+    ``learning_rate`` where given and the optimizer holds its rate as a hyperparameter."""
     names = ["step", "params", "ortho", "view_scales"] + (["opt_state"] if "opt_state" in saved else [])
     targets = {name: getattr(template, name) for name in names}
     restored = tree_from_nested(targets, {name: saved[name] for name in names}, where=str(where))
     if "opt_state" not in restored:
-        restored["opt_state"] = adam_optimizer().init(restored["params"])
+        restored["opt_state"] = template.tx.init(restored["params"])
     state = template.replace(**restored)
-    if "opt_state" not in saved:
-        state = state.with_learning_rate(learning_rate if learning_rate is not None else 1e-3)
+    if "opt_state" not in saved and learning_rate is not None and state.learning_rate is not None:
+        state = state.with_learning_rate(learning_rate)
     k = template.ortho["r_inv"].shape[0]
     chex.assert_shape(state.r_inv, (k, k))
     return state
@@ -255,7 +260,7 @@ def read_model(directory: str | Path, *, extra_templates: Mapping[str, Any] | No
         template_from_record(record, where=path),
         items[ARRAYS_ITEM],
         where=path,
-        learning_rate=float(record.get("learning_rate", 1e-3)),
+        learning_rate=record.get("learning_rate"),  # None: the optimizer kept its rate to itself
     )
     extra = items.get(EXTRA_ITEM, {})
     for name, template in (extra_templates or {}).items():
@@ -312,7 +317,8 @@ class TrainingCheckpointer:
     the commit is done (at the next save or :meth:`close`). A step whose process died between the
     two is still verified by its array checksums.
 
-    Each holds the parameters, R^-1, the Adam state (learning rate injected), the step counter,
+    Each holds the parameters, R^-1, the optimizer's state (``state.tx``: restored into the
+    structure of the template's optimizer, so a run resumes with the optimizer it started with), the step counter,
     view scales, and a JSON record of the plateau state, learning rate, history so far, the RNG
     state ((seed, next epoch): the batch streams are derived from it) and ``metadata``.
     Implements ``training.loop.EpochCheckpointer``; use as a context manager or call :meth:`close`.

@@ -1,6 +1,6 @@
 """A whole training epoch as one compiled call, on training data held in device memory.
 
-The default loop (:func:`specrage_jax.training.loop.fit`) gathers each batch on the host and copies it to
+The default loop (:func:`specrage_jax.training.loop.train_loop`) gathers each batch on the host and copies it to
 the device: on a GPU that copy and the per-step Python dispatch, not the step, bound the speed
 (an H200 ran 1M InfiniteMNIST samples at 7.1 s per epoch, input-bound). When the training set
 fits in device memory (``train.data_on_device``), it is put there once and every epoch is one

@@ -1,6 +1,6 @@
 """Training from data, the one path the estimator and the CLI's runs share: the global Gaussian
 scales from the training rows, a fresh state, an optional resume from a training checkpoint,
-and :func:`~specrage_jax.training.loop.fit`."""
+and :func:`~specrage_jax.training.loop.train_loop`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from specrage_jax.config import ExperimentConfig
 from specrage_jax.data.lazy import is_streamed
 from specrage_jax.nets.state import SpecRaGEState, create_state
 from specrage_jax.training.checkpoint import TrainingCheckpointer
-from specrage_jax.training.loop import History, estimate_view_scales, fit
+from specrage_jax.training.loop import History, estimate_view_scales, train_loop
 from specrage_jax.validation import check_view_coverage, present_rows
 
 
@@ -99,7 +99,7 @@ def train_model(
             warnings.warn(f"no training checkpoint in {checkpointer.directory}; training from epoch 0", stacklevel=2)
         else:
             state, progress = restored.state, restored.progress
-    return fit(
+    return train_loop(
         state,
         train_views,
         val_views,

@@ -21,7 +21,7 @@ import numpy as np
 from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
-from specrage_jax.config import GraphConfig, TrainConfig
+from specrage_jax.config import ExperimentConfig, GraphConfig, TrainConfig, unresolved_message
 from specrage_jax.data.lazy import check_streamed_views, is_streamed, streamed_mask
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
@@ -103,19 +103,19 @@ class History:
 
 @dataclass(frozen=True)
 class FitProgress:
-    """Where :func:`fit` stands after ``epochs_done`` epochs: everything besides the state's arrays
-    that the rest of the run depends on. Passed to ``fit(resume=...)`` it continues the run
+    """Where :func:`train_loop` stands after ``epochs_done`` epochs: everything besides the state's arrays
+    that the rest of the run depends on. Passed to ``train_loop(resume=...)`` it continues the run
     exactly (the batch streams are functions of ``(seed, epoch)``)."""
 
     epochs_done: int
-    learning_rate: float
+    learning_rate: float  # NaN where the optimizer keeps its rate to itself (no plateau schedule)
     plateau: PlateauState
     history: History
     seed: int
 
 
 class EpochCheckpointer(Protocol):
-    """What :func:`fit` calls after every epoch (``checkpoint.TrainingCheckpointer`` is one)."""
+    """What :func:`train_loop` calls after every epoch (``checkpoint.TrainingCheckpointer`` is one)."""
 
     def maybe_save(self, state: SpecRaGEState, progress: FitProgress) -> bool: ...
 
@@ -296,7 +296,7 @@ def _codes_of_present_rows(
     return arrays if mask is None else fill_missing_rows(arrays, mask, 0.0)
 
 
-def fit(
+def train_loop(
     state: SpecRaGEState,
     train_views: Sequence[np.ndarray],
     val_views: Sequence[np.ndarray],
@@ -311,8 +311,17 @@ def fit(
     mesh: Mesh | None = None,
 ) -> tuple[SpecRaGEState, History]:
     """Trains ``state`` (Algorithm 1): per step, an ortho_step on one batch, then a grad_step on
-    an independently drawn batch; after each epoch the validation loss drives the plateau
-    schedule (the training loss does when the validation set is too small for the graph).
+    an independently drawn batch, each update by the state's optimizer (``state.tx``); after each
+    epoch the validation loss drives the plateau schedule (the training loss does when the
+    validation set is too small for the graph).
+
+    The learning rate is the state's: ``create_state(learning_rate=...)`` for the default Adam, or
+    the one inside ``create_state(tx=...)``. ``config.learning_rate`` must agree with it (checked,
+    never silently replaced). The plateau schedule (``config.lr_factor``, ``lr_patience``,
+    ``min_lr``) lowers it where the optimizer holds it as a hyperparameter (the default Adam, or
+    ``optax.inject_hyperparams``); an optimizer that keeps its rate to itself trains at its own
+    rate for ``config.epochs`` (the records' learning rate is NaN) and ``config.learning_rate`` is
+    not read.
 
     ``checkpointer.maybe_save(state, progress)`` is offered every finished epoch (after the
     schedule's update, so the progress holds the next epoch's learning rate). ``resume``
@@ -324,10 +333,13 @@ def fit(
     (one m x m graph over the whole batch). ``train.batch_size`` must divide over the devices.
 
     Raises:
-      ValueError: naming the view, for non-finite, mis-shaped or mismatched inputs; or a
-        ``resume`` made with another seed or batch size.
+      ValueError: naming the view, for non-finite, mis-shaped or mismatched inputs; a
+        ``resume`` made with another seed or batch size; ``config.epochs`` or ``batch_size`` 0
+        ("from the data": only the estimator and the CLI resolve them); a ``config.learning_rate``
+        that disagrees with the state's optimizer.
       FloatingPointError: if the loss becomes NaN or infinite (the epoch is named).
     """
+    check_train_config(config)
     train_views, val_views, train_mask, val_mask = check_training_inputs(state, train_views, val_views)
     if train_codes is not None:
         train_codes = _codes_of_present_rows(train_codes, train_mask, what="train_codes")
@@ -350,8 +362,10 @@ def fit(
     whole_set = None
     if m == n and mesh is None and device_data is None and not is_streamed(train_views):
         whole_set = whole_set_batch(state, train_views, train_codes, train_mask)
-    start_epoch, lr, plateau, history = _starting_point(resume, config, seed=seed, batch_size=m)
-    state = state.with_learning_rate(lr)
+    start_epoch, lr, plateau, history = _starting_point(resume, config, state, seed=seed, batch_size=m)
+    scheduled = not math.isnan(lr)  # the optimizer holds its learning rate as a hyperparameter
+    if scheduled:
+        state = state.with_learning_rate(lr)
     bar = tqdm(
         range(start_epoch, config.epochs),
         desc="train",
@@ -393,13 +407,16 @@ def fit(
         bar.set_postfix(loss=f"{train_loss:.4g}", val=f"{val_loss:.4g}", lr=f"{lr:.1e}")
         if on_epoch_end is not None:
             on_epoch_end(state, record)
-        plateau, new_lr = plateau_update(plateau, monitored, lr, factor=config.lr_factor, patience=config.lr_patience)
-        if should_stop(new_lr, config.min_lr):
-            history.stop_reason = f"learning rate reached {config.min_lr:g} after epoch {epoch}"
-            break
-        if new_lr != lr:
-            lr = new_lr
-            state = state.with_learning_rate(lr)
+        if scheduled:
+            plateau, new_lr = plateau_update(
+                plateau, monitored, lr, factor=config.lr_factor, patience=config.lr_patience
+            )
+            if should_stop(new_lr, config.min_lr):
+                history.stop_reason = f"learning rate reached {config.min_lr:g} after epoch {epoch}"
+                break
+            if new_lr != lr:
+                lr = new_lr
+                state = state.with_learning_rate(lr)
         if checkpointer is not None:
             checkpointer.maybe_save(
                 state,
@@ -468,12 +485,43 @@ def _host_epoch(
     return state, EpochMetrics(losses=jnp.stack(losses), view_weights=jnp.stack(weights))
 
 
+def check_train_config(config: TrainConfig) -> None:
+    """Refuses the training settings that mean "from the data" (train.epochs 0, train.batch_size 0),
+    which the loop has no data shape to resolve.
+
+    Raises:
+      ValueError: naming the setting and how to resolve it.
+    """
+    for name in ExperimentConfig(train=config).unresolved_fields():
+        if name.startswith("train."):
+            raise ValueError(unresolved_message(name))
+
+
+def starting_learning_rate(config: TrainConfig, state: SpecRaGEState) -> float:
+    """The plateau schedule's first learning rate: ``config.learning_rate``, checked against the
+    rate the state's optimizer holds; NaN where the optimizer keeps its rate to itself.
+
+    Raises:
+      ValueError: the two rates differ (in float32, the precision the optimizer holds it in).
+    """
+    held = state.learning_rate
+    if held is None:
+        return math.nan
+    if np.float32(config.learning_rate) != np.float32(held):
+        raise ValueError(
+            f"train.learning_rate={config.learning_rate:g} disagrees with the state's optimizer ({held:g}): "
+            f"create the state with learning_rate=config.learning_rate, or pass a TrainConfig with the state's rate"
+        )
+    return config.learning_rate
+
+
 def _starting_point(
-    resume: FitProgress | None, config: TrainConfig, *, seed: int, batch_size: int
+    resume: FitProgress | None, config: TrainConfig, state: SpecRaGEState, *, seed: int, batch_size: int
 ) -> tuple[int, float, PlateauState, History]:
-    """(first epoch, learning rate, plateau state, history so far) of a fresh or resumed run."""
+    """(first epoch, learning rate (NaN: not scheduled), plateau state, history so far) of a fresh
+    or resumed run."""
     if resume is None:
-        return 0, config.learning_rate, PlateauState(), History(batch_size=batch_size)
+        return 0, starting_learning_rate(config, state), PlateauState(), History(batch_size=batch_size)
     if resume.seed != seed:
         raise ValueError(
             f"cannot resume with seed {seed} a run trained with seed {resume.seed}: the batches would differ"

@@ -12,7 +12,7 @@ the in-batch pairwise term fails with a ``ShardingTypeError``, hence ``AxisType.
 
 Several processes: join them first (:mod:`specrage_jax.training.distributed`); ``make_data_mesh()``
 then spans ``jax.devices()`` (all processes), and ``shard_batch`` takes each process's local share
-of the global batch (``jax.make_array_from_process_local_data``). ``fit`` over such a mesh is
+of the global batch (``jax.make_array_from_process_local_data``). ``train_loop`` over such a mesh is
 tested with 2 processes x 1 and x 2 CPU devices (``tests/test_distributed.py``).
 """
 

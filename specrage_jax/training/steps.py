@@ -6,7 +6,8 @@ appendix's "Training with Orthogonalization Layer"):
 * ``ortho_step(state, batch) -> state``: forward the batch, QR of its fused output Y~, store
   R^-1. Only R^-1 changes.
 * ``grad_step(state, batch) -> (state, metrics)``: Eq. 4 on another batch with R^-1 held
-  constant (``stop_gradient``, as in the original SpectralNet), Adam update of the parameters.
+  constant (``stop_gradient``, as in the original SpectralNet), an update of the parameters by
+  the state's optimizer (``state.tx``: Adam by default, any optax transformation).
   R^-1 never changes.
 
 Both are ``jax.jit``-compiled with the state donated; the NNX module is split once into
@@ -25,7 +26,7 @@ import optax
 from flax import nnx
 
 from specrage_jax.config import MISSING_VIEW_DEGREES, GraphConfig
-from specrage_jax.nets.state import SpecRaGEState, adam_optimizer
+from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.ops.affinity import (
     degree_normalized_affinities,
     knn_gaussian_affinity,
@@ -260,15 +261,14 @@ def loss_and_grads(state: SpecRaGEState, batch: Batch) -> tuple[tuple[jax.Array,
 
 @partial(jax.jit, donate_argnums=0)
 def grad_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, dict[str, Any]]:
-    """One Adam step on Eq. 4 with R^-1 fixed. Returns the new state and scalar metrics."""
+    """One step of the state's optimizer (``state.tx``) on Eq. 4 with R^-1 fixed. Returns the new
+    state and scalar metrics."""
     (loss, alpha), grads = loss_and_grads(state, batch)
     return _apply_gradients(state, grads), _step_metrics(loss, alpha, grads)
 
 
 def _apply_gradients(state: SpecRaGEState, grads: nnx.State) -> SpecRaGEState:
-    updates, opt_state = adam_optimizer().update(grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
-    return state.replace(step=state.step + 1, params=params, opt_state=opt_state)
+    return state.apply_gradients(grads)  # the state's optimizer (state.tx)
 
 
 def _step_metrics(loss: jax.Array, alpha: jax.Array, grads: nnx.State) -> dict[str, Any]:

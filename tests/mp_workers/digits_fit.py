@@ -9,14 +9,14 @@ import numpy as np
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
 from specrage_jax.data import load_dataset, split_indices
 from specrage_jax.nets.state import SpecRaGEState, create_state
-from specrage_jax.training.loop import History, fit
+from specrage_jax.training.loop import History, train_loop
 from specrage_jax.training.sharding import make_data_mesh
 
 GLOBAL_BATCH = 256
 
 
 def train_digits(*, epochs: int, mesh: bool) -> tuple[SpecRaGEState, History]:
-    """``fit`` on digits' training split (seed 0) with a global batch of 256 rows, over the 'data'
+    """``train_loop`` on digits' training split (seed 0) with a global batch of 256 rows, over the 'data'
     mesh of every visible device (every process's, in a multi-process run) or on one device."""
     data = load_dataset("digits", seed=0)
     idx = split_indices(data.labels, seed=0)
@@ -34,4 +34,4 @@ def train_digits(*, epochs: int, mesh: bool) -> tuple[SpecRaGEState, History]:
     )
     config = TrainConfig(epochs=epochs, batch_size=GLOBAL_BATCH, progress=False)
     kwargs: dict[str, Any] = {"mesh": make_data_mesh()} if mesh else {}
-    return fit(state, train, val, config, seed=0, **kwargs)
+    return train_loop(state, train, val, config, seed=0, **kwargs)
