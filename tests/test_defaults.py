@@ -135,9 +135,11 @@ def test_eigengap_score_rewards_a_clean_split_and_rejects_fragments():
 
 def test_neighbor_choice_keeps_the_dense_graph_unless_a_sparser_one_is_clearly_cleaner():
     assert choose_neighbor_count({5: 1.12, 10: 1.03, 30: 1.04}) == 30  # a weak gap: stay dense
-    assert choose_neighbor_count({5: 1.57, 10: 1.1, 30: 1.09}) == 5  # clearly cleaner at 5
+    assert choose_neighbor_count({5: 1.57, 8: 1.28, 10: 1.1, 30: 1.09}) == 5  # clearly cleaner at 5 (and 8)
+    # clean at one l only, gone at the next: fragments, not clusters (Handwritten, one seed's split)
+    assert choose_neighbor_count({5: 1.414, 8: 1.088, 10: 1.018, 12: 1.032, 15: 1.04, 20: 1.023, 30: 1.051}) == 30
     assert choose_neighbor_count({5: 1.46, 10: 1.45, 30: 1.35}) == 30  # cleaner, but not twice the gap
-    assert choose_neighbor_count({5: 1.6, 8: 1.6, 30: 1.1}) == 8  # ties go to the larger l
+    assert choose_neighbor_count({5: 1.6, 8: 1.6, 10: 1.3, 30: 1.1}) == 8  # ties go to the larger l
     assert choose_neighbor_count({5: -math.inf, 10: 1.3}) == 10
     assert choose_neighbor_count({}) is None
 

@@ -164,7 +164,8 @@ def eigengap_neighbor_count(
     The dense graph (the largest candidate) is the default: it is connected, and steady to learn
     from in mini-batches. A sparser graph replaces it only when the data shows a clearly cleaner
     k-way split with it: a score of at least CLEAR_EIGENGAP, whose gap (score - 1) is at least
-    GAP_GAIN times the dense graph's; the best such score wins (ties: the larger l). Candidates
+    GAP_GAIN times the dense graph's, and a next larger candidate that still scores at least
+    CLEAR_EIGENGAP (:func:`choose_neighbor_count`); the best such score wins (ties: the larger l). Candidates
     whose graph falls apart into more than k components are skipped. With no candidate left
     (tiny batches), l = max(1, m // 3).
     """
@@ -290,15 +291,25 @@ def _graph_among(rows: np.ndarray, m: int, graph: sp.csr_matrix) -> sp.csr_matri
 def choose_neighbor_count(scores: dict[int, float]) -> int | None:
     """The rule of :func:`eigengap_neighbor_count` on {candidate l: eigengap score}: the largest
     usable l, unless a smaller one scores at least CLEAR_EIGENGAP with a gap GAP_GAIN times the
-    dense graph's (the best such, ties to the larger l). None when no candidate is usable."""
+    dense graph's, and the next larger candidate still scores at least CLEAR_EIGENGAP (the best
+    such, ties to the larger l). None when no candidate is usable.
+
+    The second condition asks the clean split to hold over a range of sparsity: cluster structure
+    persists from one candidate l to the next, while a sparse graph's fragments (a class falling
+    apart into pieces, two classes joined by a few edges) may split the batch cleanly at one l
+    only, into k groups that are not the clusters."""
     usable = {l: score for l, score in scores.items() if score > -math.inf}
     if not usable:
         return None
-    dense = max(usable)
+    ordered = sorted(usable)
+    dense = ordered[-1]
     clear = {
         l: score
         for l, score in usable.items()
-        if score >= CLEAR_EIGENGAP and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)
+        if l != dense
+        and score >= CLEAR_EIGENGAP
+        and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)
+        and usable[ordered[ordered.index(l) + 1]] >= CLEAR_EIGENGAP
     }
     if not clear:
         return dense
@@ -504,7 +515,8 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 l,
                 f"the densest graph unless a sparser one splits a {m}-row batch clearly cleaner "
                 f"(relative eigengap lambda_k+1 / lambda_k, k = {shape.n_clusters}, >= "
-                f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap); scores by l: {shown}",
+                f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap, the next larger l >= {CLEAR_EIGENGAP} "
+                f"too); scores by l: {shown}",
             ),
         )
     model = config.model
