@@ -98,6 +98,17 @@ def test_a_loaded_run_predicts_with_its_centres_and_keeps_its_record(cli_run):
         est.transform([np.zeros((2, 47)), np.zeros((2, 4))])
 
 
+def test_a_loaded_run_saves_and_loads_again(cli_run, tmp_path):
+    """A run's model has no training labels or inertia; its estimator still saves and loads."""
+    folder, new = cli_run
+    est = SpecRaGE.load(folder / "run")
+    est.save(tmp_path / "again")
+    same = SpecRaGE.load(tmp_path / "again")
+    np.testing.assert_array_equal(same.transform(new), est.transform(new))
+    np.testing.assert_array_equal(same.predict(new), est.predict(new))
+    assert same.labels_ is None and same.inertia_ is None
+
+
 def test_specrage_embed_takes_a_mask_and_an_estimator_save(cli_run, tmp_path):
     folder, new = cli_run
     mask = np.ones((40, 2), bool)

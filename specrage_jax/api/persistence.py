@@ -91,8 +91,9 @@ def load_fitted(cls: type[Any], path: str | Path) -> Any:
     est.history_ = History.from_dict(meta["history"])
     est.n_iter_ = len(est.history_.epochs)
     est.cluster_centers_ = np.asarray(extra["clusters"]["centres"], np.float32)
-    est.labels_ = np.asarray(extra["clusters"]["labels"], np.int64)
-    est.inertia_ = float(meta["inertia"])
+    labels = extra["clusters"].get("labels")  # absent for an estimator loaded from a run and saved again
+    est.labels_ = None if labels is None else np.asarray(labels, np.int64)
+    est.inertia_ = None if meta.get("inertia") is None else float(meta["inertia"])
     est.health_ = None if meta.get("health") is None else HealthReport.from_dict(meta["health"])
     return est
 
