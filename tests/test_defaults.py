@@ -140,6 +140,7 @@ def test_neighbor_choice_keeps_the_dense_graph_unless_a_sparser_one_is_clearly_c
     assert choose_neighbor_count({5: 1.414, 8: 1.088, 10: 1.018, 12: 1.032, 15: 1.04, 20: 1.023, 30: 1.051}) == 30
     assert choose_neighbor_count({5: 1.46, 10: 1.45, 30: 1.35}) == 30  # cleaner, but not twice the gap
     assert choose_neighbor_count({5: 1.6, 8: 1.6, 10: 1.3, 30: 1.1}) == 8  # ties go to the larger l
+    assert choose_neighbor_count({5: 1.22, 8: 1.16, 10: 1.13, 12: 1.07}) == 5  # the gap shrinks gradually
     assert choose_neighbor_count({5: -math.inf, 10: 1.3}) == 10
     assert choose_neighbor_count({}) is None
 

@@ -37,6 +37,7 @@ DENSE_SPECTRUM_MAX_ROWS = 600  # up to here the spectrum is a dense eigvalsh, ab
 CLASS_SHARE_OF_NEIGHBORS = 1.0  # l is below this share of the expected cluster size m / k
 CLEAR_EIGENGAP = 1.2  # a sparser graph must split the batch at least this cleanly (lambda_k+1 / lambda_k) ...
 GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
+GAP_PERSISTENCE = 1 / 3  # ... and the next larger candidate keeps at least this share of its gap
 ZERO_EIGENVALUE = 1e-8  # normalized-Laplacian eigenvalues below this count as 0 (a component)
 STEP_BUDGET = 400  # gradient steps of a run (at least; an epoch is never cut short)
 MIN_STEPS_PER_EPOCH = 10  # small sets: an "epoch" of the schedule is this many full-batch steps
@@ -164,10 +165,10 @@ def eigengap_neighbor_count(
     The dense graph (the largest candidate) is the default: it is connected, and steady to learn
     from in mini-batches. A sparser graph replaces it only when the data shows a clearly cleaner
     k-way split with it: a score of at least CLEAR_EIGENGAP, whose gap (score - 1) is at least
-    GAP_GAIN times the dense graph's, and a next larger candidate that still scores at least
-    CLEAR_EIGENGAP (:func:`choose_neighbor_count`); the best such score wins (ties: the larger l). Candidates
-    whose graph falls apart into more than k components are skipped. With no candidate left
-    (tiny batches), l = max(1, m // 3).
+    GAP_GAIN times the dense graph's, and a next larger candidate that keeps at least
+    GAP_PERSISTENCE of that gap (:func:`choose_neighbor_count`); the best such score wins (ties:
+    the larger l). Candidates whose graph falls apart into more than k components are skipped.
+    With no candidate left (tiny batches), l = max(1, m // 3).
     """
     l, scores, _ = neighbor_count_and_graph(views, n_clusters, batch_rows, seed=seed)
     return l, scores
@@ -291,13 +292,13 @@ def _graph_among(rows: np.ndarray, m: int, graph: sp.csr_matrix) -> sp.csr_matri
 def choose_neighbor_count(scores: dict[int, float]) -> int | None:
     """The rule of :func:`eigengap_neighbor_count` on {candidate l: eigengap score}: the largest
     usable l, unless a smaller one scores at least CLEAR_EIGENGAP with a gap GAP_GAIN times the
-    dense graph's, and the next larger candidate still scores at least CLEAR_EIGENGAP (the best
-    such, ties to the larger l). None when no candidate is usable.
+    dense graph's, and the next larger candidate keeps at least GAP_PERSISTENCE of that gap (the
+    best such, ties to the larger l). None when no candidate is usable.
 
-    The second condition asks the clean split to hold over a range of sparsity: cluster structure
-    persists from one candidate l to the next, while a sparse graph's fragments (a class falling
+    The last condition asks the clean split to hold over a range of sparsity: the gap of cluster
+    structure shrinks gradually as l grows, while a sparse graph's fragments (a class falling
     apart into pieces, two classes joined by a few edges) may split the batch cleanly at one l
-    only, into k groups that are not the clusters."""
+    and not at the next, into k groups that are not the clusters."""
     usable = {l: score for l, score in scores.items() if score > -math.inf}
     if not usable:
         return None
@@ -309,7 +310,7 @@ def choose_neighbor_count(scores: dict[int, float]) -> int | None:
         if l != dense
         and score >= CLEAR_EIGENGAP
         and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)
-        and usable[ordered[ordered.index(l) + 1]] >= CLEAR_EIGENGAP
+        and usable[ordered[ordered.index(l) + 1]] - 1.0 >= GAP_PERSISTENCE * (score - 1.0)
     }
     if not clear:
         return dense
@@ -515,8 +516,8 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 l,
                 f"the densest graph unless a sparser one splits a {m}-row batch clearly cleaner "
                 f"(relative eigengap lambda_k+1 / lambda_k, k = {shape.n_clusters}, >= "
-                f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap, the next larger l >= {CLEAR_EIGENGAP} "
-                f"too); scores by l: {shown}",
+                f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap, the next larger l keeping "
+                f"{GAP_PERSISTENCE:.0%} of it); scores by l: {shown}",
             ),
         )
     model = config.model
