@@ -1,4 +1,5 @@
-"""experiments/readme_tables.py: the README's results blocks equal what the results JSON files render."""
+"""experiments/readme_tables.py: the results blocks of README.md and docs/07-results.md equal what
+the results JSON files render."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "experiments" / "readme_tables.py"
 RESULTS = ROOT / "experiments" / "results"
 README = ROOT / "README.md"
+RESULTS_PAGE = ROOT / "docs" / "07-results.md"
 
 
 def load_script() -> ModuleType:
@@ -39,6 +41,14 @@ def copy_sources(destination: Path) -> Path:
     return destination
 
 
+def copy_pages(root: Path) -> Path:
+    """README.md and docs/07-results.md copied under ``root`` (the layout ``--root`` reads)."""
+    for page in rt.PAGES:
+        (root / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / page, root / page)
+    return root
+
+
 def outside_blocks(text: str) -> list[str]:
     """The pieces of a README between (and around) its generated blocks."""
     pieces, position = [], 0
@@ -48,13 +58,16 @@ def outside_blocks(text: str) -> list[str]:
     return [*pieces, text[position:]]
 
 
-def test_readme_blocks_match_the_results_json(capsys):
-    """Fails when README.md and experiments/results/*.json disagree: run `python experiments/readme_tables.py`."""
+def test_results_blocks_match_the_results_json(capsys):
+    """Fails when the pages and experiments/results/*.json disagree: run `python experiments/readme_tables.py`."""
     code = rt.main(["--check"])
     out = capsys.readouterr().out
-    assert code == 0, f"README results blocks are stale:\n{out}"
+    assert code == 0, f"results blocks are stale:\n{out}"
     assert out == ""
-    assert {span.name for span in rt.find_blocks(README.read_text(encoding="utf-8"))} == set(rt.BLOCKS)
+    assert rt.PAGES == ("README.md", "docs/07-results.md")
+    for page in rt.PAGES:
+        found = {span.name for span in rt.find_blocks((ROOT / page).read_text(encoding="utf-8"))}
+        assert found == {name for name, block in rt.BLOCKS.items() if block.page == page}
 
 
 def test_check_fails_when_a_json_number_changes(tmp_path, capsys):
@@ -70,45 +83,70 @@ def test_check_fails_when_a_json_number_changes(tmp_path, capsys):
     assert "(block devsuite)" not in out and "(block robustness_bdgp)" not in out  # only the stale block
 
 
-def test_check_fails_when_the_readme_block_is_edited_by_hand(tmp_path, capsys):
-    readme = tmp_path / "README.md"
-    text = README.read_text(encoding="utf-8")
-    assert text.count("| WebKB | all rows | 203 | 0.776 |") == 1
-    readme.write_text(
-        text.replace("| WebKB | all rows | 203 | 0.776 |", "| WebKB | all rows | 203 | 0.768 |"), encoding="utf-8"
-    )
-    assert rt.main(["--check", "--readme", str(readme)]) == 1
+def webkb_row(text: str) -> str:
+    """The WebKB row of the devsuite block, as rendered."""
+    return next(line for line in text.splitlines() if line.startswith("| WebKB | all rows | 203 | "))
+
+
+def test_check_fails_when_a_block_is_edited_by_hand(tmp_path, capsys):
+    root = copy_pages(tmp_path)
+    page = root / "docs" / "07-results.md"
+    text = page.read_text(encoding="utf-8")
+    row = webkb_row(text)
+    edited = row.replace("| WebKB | all rows | 203 | ", "| WebKB | all rows | 203 | 0.111 and ")
+    page.write_text(text.replace(row, edited), encoding="utf-8")
+    assert rt.main(["--check", "--root", str(root)]) == 1
     out = capsys.readouterr().out
-    assert "(block devsuite)" in out and "-| WebKB | all rows | 203 | 0.768 |" in out
-    assert "+| WebKB | all rows | 203 | 0.776 |" in out
+    assert "docs/07-results.md (block devsuite)" in out and f"-{edited}" in out and f"+{row}" in out
+    assert "README.md" not in out  # only the stale block
 
 
 def test_check_reports_a_missing_block(tmp_path, capsys):
-    readme = tmp_path / "README.md"
-    text = README.read_text(encoding="utf-8")
+    root = copy_pages(tmp_path)
+    page = root / "docs" / "07-results.md"
+    text = page.read_text(encoding="utf-8")
     span = next(s for s in rt.find_blocks(text) if s.name == "robustness_bdgp")
-    readme.write_text(text[: span.start] + text[span.end :], encoding="utf-8")
-    assert rt.main(["--check", "--readme", str(readme)]) == 1
-    assert "no block 'robustness_bdgp'" in capsys.readouterr().out
+    page.write_text(text[: span.start] + text[span.end :], encoding="utf-8")
+    assert rt.main(["--check", "--root", str(root)]) == 1
+    assert "docs/07-results.md: no block 'robustness_bdgp'" in capsys.readouterr().out
+    assert rt.main(["--root", str(root)]) == 2  # a rewrite cannot place a block that has no markers
+
+
+def test_a_block_on_another_page_is_reported(tmp_path, capsys):
+    root = copy_pages(tmp_path)
+    readme, page = root / "README.md", root / "docs" / "07-results.md"
+    text = page.read_text(encoding="utf-8")
+    span = next(s for s in rt.find_blocks(text) if s.name == "devsuite")
+    page.write_text(text[: span.start] + text[span.end :], encoding="utf-8")
+    readme.write_text(readme.read_text(encoding="utf-8") + "\n" + text[span.start : span.end] + "\n", encoding="utf-8")
+    assert rt.main(["--check", "--root", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "README.md: holds block 'devsuite', which belongs in docs/07-results.md" in out
+    assert "docs/07-results.md: no block 'devsuite'" in out
 
 
 def test_rendering_is_stable_and_a_rewrite_touches_only_the_blocks(tmp_path):
     first, second = rt.render_all(), rt.render_all()
     assert first == second
-    text = README.read_text(encoding="utf-8")
-    assert rt.rewrite(text, first) == text  # the committed README is a fixed point
+    for page in rt.PAGES:  # the committed pages are a fixed point
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert rt.rewrite(text, rt.page_blocks(first, page)) == text
 
-    # a stale README: a number inside a block and the opening marker's comment changed by hand
-    stale = text.replace("| WebKB | all rows | 203 | 0.776 |", "| WebKB | all rows | 203 | 0.111 |")
+    # a stale page: a number inside a block and the opening marker's comment changed by hand
+    root = copy_pages(tmp_path)
+    page = root / "docs" / "07-results.md"
+    text = page.read_text(encoding="utf-8")
+    row = webkb_row(text)
+    stale = text.replace(row, row.replace("| WebKB | all rows | 203 | ", "| WebKB | all rows | 203 | 0.111 and "))
     stale = stale.replace(rt.opening_marker("devsuite"), "<!-- results:devsuite hand-written -->")
     assert stale != text
-    readme = tmp_path / "README.md"
-    readme.write_bytes(stale.encode("utf-8"))
-    assert rt.main(["--readme", str(readme)]) == 0
-    rewritten = readme.read_bytes().decode("utf-8")
+    page.write_bytes(stale.encode("utf-8"))
+    assert rt.main(["--root", str(root)]) == 0
+    rewritten = page.read_bytes().decode("utf-8")
     assert rewritten == text
     assert outside_blocks(rewritten) == outside_blocks(stale)  # byte-identical outside the markers
-    assert rt.main(["--check", "--readme", str(readme)]) == 0
+    assert (root / "README.md").read_bytes() == README.read_bytes()
+    assert rt.main(["--check", "--root", str(root)]) == 0
 
 
 def test_broken_markers_are_errors():
