@@ -215,14 +215,16 @@ def test_grid_search_selects_parameters_on_digits():
 # --- scikit-learn's estimator checks ---------------------------------------------------------
 
 # Every check that applies to a 2-D array passes (a 2-D array is one view) with the default
-# constructor: the data-aware defaults resolve on the checks' 10- to 30-row datasets. The checks
-# do not exercise list-of-views input; the tests above do. check_array_api_input is skipped by
-# scikit-learn itself unless SCIPY_ARRAY_API=1 is set.
+# constructor, n_clusters left out (8 clusters, with a warning at each fit): the data-aware
+# defaults resolve on the checks' 10- to 30-row datasets. The checks do not exercise
+# list-of-views input; the tests above do. check_array_api_input is skipped by scikit-learn itself
+# unless SCIPY_ARRAY_API=1 is set.
 EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
-CHECKED = SpecRaGE(n_clusters=3)
+CHECKED = SpecRaGE()
 
 
+@pytest.mark.filterwarnings("ignore:SpecRaGE. n_clusters not given")
 @parametrize_with_checks([CHECKED], expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)

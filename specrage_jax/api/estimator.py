@@ -30,7 +30,14 @@ from sklearn.base import (
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from specrage_jax.api.params import config_from_params
+from specrage_jax.api.params import (
+    CONFIG_PREFIX,
+    base_config,
+    config_from_params,
+    n_clusters_of,
+    nested_config_params,
+    with_nested_params,
+)
 from specrage_jax.api.persistence import _json_value, _rebuild_state, _tree_arrays, load_fitted
 from specrage_jax.api.pipeline import (
     embed_views,
@@ -76,59 +83,67 @@ from specrage_jax.validation import (
     with_missing_rows,
 )
 
-_DEFAULT = ExperimentConfig.auto()
-
 
 class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     """Multi-view spectral embedding (SpecRaGE) with k-means cluster labels.
 
     Parameters (scikit-learn names where they exist; the rest map onto ExperimentConfig). The
-    defaults are data-aware (:meth:`ExperimentConfig.auto`, :mod:`specrage_jax.training.defaults`): every
-    parameter left at None, and ``preprocess="auto"``, is chosen at ``fit`` from the data's shape
-    and statistics; ``config_`` holds what was chosen and ``resolved_defaults_`` why. Any value
-    given explicitly is used as given.
-      n_components: embedding dimension k; None: chosen at fit, ``n_clusters`` (the paper's choice)
-        unless a few more eigen-directions of the training rows' kNN graph let k-means cut it clearly
-        less (training.defaults.component_count).
-      n_clusters: clusters of the k-means fitted on the training embedding (``predict``).
-      n_neighbors: l, neighbours per point in the in-batch kNN graph (graph.n_neighbors); None:
-        chosen by the eigengap of kNN graphs of the training rows (training.defaults).
+    estimator starts from ``config`` (None: :meth:`ExperimentConfig.auto`, the data-aware
+    defaults of :mod:`specrage_jax.training.defaults`); every named parameter left at None takes
+    the config's value, and any value given explicitly replaces it. Settings the config leaves to
+    the data are chosen at ``fit`` from the data's shape and statistics; ``config_`` holds what was
+    chosen and ``resolved_defaults_`` why.
+      n_components: embedding dimension k; None: the config's (by default chosen at fit,
+        ``n_clusters`` (the paper's choice) unless a few more eigen-directions of the training
+        rows' kNN graph let k-means cut it clearly less: training.defaults.component_count).
+      n_clusters: clusters of the k-means fitted on the training embedding (``predict``): the one
+        setting to give. None (the default, so that ``SpecRaGE()`` constructs and fits as
+        scikit-learn requires) uses 8, scikit-learn's KMeans default, with a UserWarning at fit:
+        the number cannot be told from the data reliably enough to be chosen silently.
+      n_neighbors: l, neighbours per point in the in-batch kNN graph (graph.n_neighbors); None: the
+        config's (by default chosen by the eigengap of kNN graphs of the training rows).
       scale_neighbor: the neighbour whose distance sets sigma; 0 means n_neighbors.
       scale_mode: "global" (sigma fixed before training) or "batch" (per batch).
-      temperature: softmax temperature T of the per-sample view weights (default 1: free to move
-        per sample; with the default's alpha kept out of the affinity and a weak pull towards 1/V,
-        a view corrupted for a sample loses weight for it; 250000 holds them at 1/V).
-      view_hidden, weighting_hidden: hidden widths of each view MLP (None: grown with n) and of
+      temperature: softmax temperature T of the per-sample view weights (the data-aware default
+        1: free to move per sample; with the default's alpha kept out of the affinity and a weak
+        pull towards 1/V, a view corrupted for a sample loses weight for it; 250000 holds them at 1/V).
+      view_hidden, weighting_hidden: hidden widths of each view MLP (by default grown with n) and of
         the weighting MLP.
-      batch_size: mini-batch size m (capped at the number of training rows); None: the whole
+      batch_size: mini-batch size m (capped at the number of training rows); by default the whole
         training set up to 4096 rows.
-      learning_rate: initial Adam learning rate (the plateau schedule lowers it).
-      max_epochs: maximum number of epochs (train.epochs); None: a budget of gradient steps.
-      validation_fraction: fraction of X held out (seeded, random) for the plateau schedule; a
-        split too small for the kNN graph (e.g. 0) lets the training loss drive it.
-      preprocess: per-view scaling fitted on the training rows: "auto" (per view: "svd_l2" for a
-        sparse view, else "standard_l2"), "standard", "minmax", "none", "l2", "standard_l2" (the
-        last two scale each row to unit L2 norm after the feature scaling), "svd_l2" (rows to unit
-        norm, TruncatedSVD to 100 dimensions, rows to unit norm).
+      learning_rate: initial Adam learning rate (train.learning_rate; the plateau schedule lowers it).
+      max_epochs: maximum number of epochs (train.epochs); by default a budget of gradient steps.
+      validation_fraction: fraction of X held out (seeded, random) for the plateau schedule
+        (data.val_fraction, default 0.1); a split too small for the kNN graph (e.g. 0) lets the
+        training loss drive it.
+      preprocess: per-view scaling fitted on the training rows (data.preprocess): "auto" (the
+        default; per view: "svd_l2" for a sparse view, else "standard_l2"), "standard", "minmax",
+        "none", "l2", "standard_l2" (the last two scale each row to unit L2 norm after the feature
+        scaling), "svd_l2" (rows to unit norm, TruncatedSVD to 100 dimensions, rows to unit norm).
       siamese, autoencoder: enable the Siamese-affinity and autoencoder pre-training stages.
-        With ``config_overrides=["siamese.positives=auto"]``, where training samples miss
-        views and the samples that have every view split clearly more cleanly under all views
-        together than under each view alone, Siamese nets are trained whatever ``siamese``
-        says, on those joint neighbours (helps a weak view; see docs, "Choosing settings").
+        With ``config__siamese__positives="auto"``, where training samples miss views and the
+        samples that have every view split clearly more cleanly under all views together than
+        under each view alone, Siamese nets are trained whatever ``siamese`` says, on those joint
+        neighbours (helps a weak view; see docs, "Choosing settings").
       view_dims: widths (d_1, ..., d_V) of the views stacked in a 2-D X; None: X is one view
         (a list of views needs no view_dims).
+      config: the ExperimentConfig to start from (e.g. ``preset("digits")``); None: the
+        data-aware defaults. Every field is a nested parameter ``config__<section>__<field>``
+        (``get_params``, ``set_params``, GridSearchCV: ``{"config__graph__bandwidth_factor": [1.0,
+        2.0]}``), and every section ``config__<section>``. set_params returns new frozen configs;
+        a nested field whose named parameter is set to another value is refused (the named
+        parameter would take precedence); ``train.progress`` is ``verbose``'s.
       config_overrides: "section.field=value" strings applied last with
-        :func:`~specrage_jax.config.apply_overrides`, so every ExperimentConfig field is reachable
-        (e.g. "ortho.grad_through_r_inv=false", "eval.kmeans_n_init=20").
+        :func:`~specrage_jax.config.apply_overrides` (the command line's ``--set``).
       random_state: None, an int or a RandomState; an int gives reproducible results.
-      verbose: show the per-epoch progress bar.
+      verbose: show the per-epoch progress bar (sets train.progress).
 
     The embedding (``transform``) has rows of unit L2 norm by default (``model.output_rows``), the
     normalized spectral embedding that k-means and SVMs take as it is.
 
     Fitted attributes: ``state_`` (the trained SpecRaGEState), ``config_`` (every setting as
     resolved), ``resolved_defaults_`` ({setting: {value, why}} of the data-aware choices), ``view_dims_``,
-    ``n_features_in_`` (sum of the view widths), ``n_components_``, ``scalers_``,
+    ``n_features_in_`` (sum of the view widths), ``n_components_``, ``n_clusters_``, ``scalers_``,
     ``autoencoders_`` / ``siamese_nets_`` (per view, or None), ``history_``, ``n_iter_``
     (epochs run), ``cluster_centers_`` and ``inertia_`` (k-means on the training embedding),
     ``labels_`` (nearest centre of each training sample, as ``predict``), ``seed_``, ``health_``
@@ -144,22 +159,23 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
     def __init__(
         self,
         n_components: int | None = None,
-        n_clusters: int = 8,
+        n_clusters: int | None = None,
         *,
         n_neighbors: int | None = None,
-        scale_neighbor: int = _DEFAULT.graph.scale_neighbor,
-        scale_mode: str = _DEFAULT.graph.scale_mode,
-        temperature: float = _DEFAULT.model.temperature,
+        scale_neighbor: int | None = None,
+        scale_mode: str | None = None,
+        temperature: float | None = None,
         view_hidden: tuple[int, ...] | None = None,
-        weighting_hidden: tuple[int, ...] = _DEFAULT.model.weighting_hidden,
+        weighting_hidden: tuple[int, ...] | None = None,
         batch_size: int | None = None,
-        learning_rate: float = _DEFAULT.train.learning_rate,
+        learning_rate: float | None = None,
         max_epochs: int | None = None,
-        validation_fraction: float = _DEFAULT.data.val_fraction,
-        preprocess: str = _DEFAULT.data.preprocess,
-        siamese: bool = False,
-        autoencoder: bool = False,
+        validation_fraction: float | None = None,
+        preprocess: str | None = None,
+        siamese: bool | None = None,
+        autoencoder: bool | None = None,
         view_dims: Sequence[int] | None = None,
+        config: ExperimentConfig | None = None,
         config_overrides: Sequence[str] = (),
         random_state: int | np.random.RandomState | None = None,
         verbose: bool = False,
@@ -180,6 +196,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         self.siamese = siamese
         self.autoencoder = autoencoder
         self.view_dims = view_dims
+        self.config = config
         self.config_overrides = config_overrides
         self.random_state = random_state
         self.verbose = verbose
@@ -187,12 +204,37 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
     # --- configuration ---------------------------------------------------------------------
 
     def experiment_config(self) -> ExperimentConfig:
-        """The ExperimentConfig these parameters train with (config_overrides applied last).
+        """The ExperimentConfig these parameters train with (``config``, the named parameters
+        given, ``config_overrides`` last), before the data resolves what it leaves to the data.
 
         Raises:
           ValueError: naming the parameter or config field that is out of range.
         """
         return config_from_params(self.get_params(deep=False))
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's parameters; with ``deep``, also every configuration section and field
+        as ``config__<section>`` and ``config__<section>__<field>`` (of ``config``, or of the
+        data-aware defaults when it is None)."""
+        params = super().get_params(deep=False)
+        if deep and (self.config is None or isinstance(self.config, ExperimentConfig)):
+            params.update(nested_config_params(base_config(self.config)))
+        return params
+
+    def set_params(self, **params: Any) -> SpecRaGE:
+        """Sets constructor parameters as given, then the nested ``config__<section>[__<field>]``
+        ones, each into a new frozen ``config`` (built from the data-aware defaults when ``config``
+        is None). Returns self.
+
+        Raises:
+          ValueError: an unknown parameter, section or field; a nested field whose named parameter
+            is set to another value; ``config__train__progress`` (set ``verbose``).
+        """
+        nested = {key[len(CONFIG_PREFIX) :]: params.pop(key) for key in list(params) if key.startswith(CONFIG_PREFIX)}
+        super().set_params(**params)
+        if nested:
+            self.config = with_nested_params(base_config(self.config), nested, self.get_params(deep=False))
+        return self
 
     def _draw_seed(self) -> int:
         if isinstance(self.random_state, numbers.Integral):
@@ -227,9 +269,17 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
 
     def _fit(self, Xs: Any, mask: Any = None) -> np.ndarray:
         config = self.experiment_config()
+        n_clusters = n_clusters_of(self.n_clusters)
+        if self.n_clusters is None:
+            warnings.warn(
+                f"SpecRaGE: n_clusters not given; k-means fits {n_clusters} clusters. Pass "
+                f"n_clusters=<the number of clusters you expect>",
+                UserWarning,
+                stacklevel=3,
+            )
         views = with_missing_rows(multiview_input(Xs, self.view_dims, what="X"), mask, what="X")
         seed = self._draw_seed()
-        train_idx, val_idx = self._split(views[0].shape[0], seed)
+        train_idx, val_idx = self._split(views[0].shape[0], seed, config.data.val_fraction)
         scalers = fit_view_scalers(
             [x[train_idx] for x in views],
             config.data.preprocess,
@@ -242,13 +292,13 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             config,
             DataShape(
                 views=_rows(scaled, train_idx),
-                n_clusters=int(self.n_clusters),
+                n_clusters=n_clusters,
                 seed=seed,
                 unreduced_views=_rows(unreduced, train_idx),
             ),
         )
         resolved.update(describe_preprocessing([s.kind for s in scalers], config.data.preprocess))
-        self._check_sizes(views[0].shape[0], len(train_idx), config)
+        self._check_sizes(views[0].shape[0], len(train_idx), config, n_clusters)
         check_view_coverage(_rows(views, train_idx), config.graph.n_neighbors)
         nets, _ = pretrain_nets(_rows(scaled, train_idx), config, seed=seed)
         inputs = nets.model_inputs(scaled)
@@ -265,9 +315,9 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         )
         raw, _ = embed(state, inputs, batch_size=config.eval.embed_batch_size, rows="raw")
         embedding = unit_rows(raw) if config.model.output_rows == "unit" else raw  # what transform() returns
-        centres, inertia = kmeans_centres(embedding, self.n_clusters, config.eval.kmeans_n_init, seed)
+        centres, inertia = kmeans_centres(embedding, n_clusters, config.eval.kmeans_n_init, seed)
         labels = nearest_centre(embedding, centres)  # == predict(Xs), exactly
-        health = embedding_problems(raw, labels, int(self.n_clusters), convention=config.ortho.convention)
+        health = embedding_problems(raw, labels, n_clusters, convention=config.ortho.convention)
         for problem in health.problems:
             warnings.warn(f"SpecRaGE: {problem}", DegenerateEmbeddingWarning, stacklevel=3)
 
@@ -277,6 +327,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         self.view_dims_ = tuple(int(x.shape[1]) for x in views)
         self.n_features_in_ = int(sum(self.view_dims_))
         self.n_components_ = int(config.model.n_components)
+        self.n_clusters_ = n_clusters
         self.scalers_ = scalers
         self.autoencoders_ = nets.autoencoders
         self.siamese_nets_ = nets.siamese
@@ -289,13 +340,13 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         self.health_ = health
         return embedding
 
-    def _split(self, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    def _split(self, n: int, seed: int, validation_fraction: float) -> tuple[np.ndarray, np.ndarray]:
         """(train rows, validation rows), seeded."""
-        n_val = int(self.validation_fraction * n)
+        n_val = int(validation_fraction * n)
         order = np.random.default_rng(seed).permutation(n)
         return np.sort(order[n_val:]), np.sort(order[:n_val])
 
-    def _check_sizes(self, n: int, n_train: int, config: ExperimentConfig) -> None:
+    def _check_sizes(self, n: int, n_train: int, config: ExperimentConfig, n_clusters: int) -> None:
         """Checks the data is large enough for the graph, the orthogonalization and the clusters."""
         check_training_sizes(
             n_samples=n,
@@ -303,8 +354,8 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             batch_size=config.train.batch_size,
             n_neighbors=config.graph.n_neighbors,
             n_components=config.model.n_components,
-            n_clusters=int(self.n_clusters),
-            extra=f", validation_fraction={self.validation_fraction}",
+            n_clusters=n_clusters,
+            extra=f", validation_fraction={config.data.val_fraction}",
         )
 
     # --- inference ---------------------------------------------------------------------------
@@ -408,6 +459,8 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         :meth:`load` restores it; ``transform`` then gives bitwise the same output."""
         check_is_fitted(self)
         params = {key: _json_value(value) for key, value in self.get_params(deep=False).items()}
+        if isinstance(self.config, ExperimentConfig):
+            params["config"] = config_to_dict(self.config)
         if not isinstance(self.random_state, (numbers.Integral, type(None))):
             params["random_state"] = None  # a RandomState is not JSON; seed_ records what was drawn
         metadata = {

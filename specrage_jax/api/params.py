@@ -1,5 +1,11 @@
-"""The scikit-learn parameters of ``SpecRaGE`` as an :class:`~specrage_jax.config.ExperimentConfig`:
-None leaves a setting to the data (:meth:`ExperimentConfig.auto`), anything given is used as given."""
+"""The scikit-learn parameters of ``SpecRaGE`` as an :class:`~specrage_jax.config.ExperimentConfig`.
+
+The estimator starts from its ``config`` parameter (None: :meth:`ExperimentConfig.auto`, the
+data-aware defaults); each named parameter other than None sets its field on top (:data:`NAMED_FIELDS`);
+``config_overrides`` come last. Every field is also a nested parameter ``config__<section>__<field>``
+(:func:`nested_config_params`, :func:`with_nested_params`), which is how GridSearchCV reaches the
+settings that have no named parameter.
+"""
 
 from __future__ import annotations
 
@@ -7,70 +13,185 @@ import dataclasses
 import numbers
 from typing import Any
 
+import numpy as np
+
 from specrage_jax.config import ExperimentConfig
-from specrage_jax.overrides import apply_overrides
+from specrage_jax.overrides import _field_types, apply_overrides
+
+N_CLUSTERS_DEFAULT = 8  # what n_clusters=None uses (scikit-learn's KMeans default), with a warning at fit
+CONFIG_PREFIX = "config__"
+
+# The named parameters that set a configuration field: parameter -> (section, field).
+NAMED_FIELDS: dict[str, tuple[str, str]] = {
+    "n_components": ("model", "n_components"),
+    "temperature": ("model", "temperature"),
+    "view_hidden": ("model", "view_hidden"),
+    "weighting_hidden": ("model", "weighting_hidden"),
+    "n_neighbors": ("graph", "n_neighbors"),
+    "scale_neighbor": ("graph", "scale_neighbor"),
+    "scale_mode": ("graph", "scale_mode"),
+    "batch_size": ("train", "batch_size"),
+    "learning_rate": ("train", "learning_rate"),
+    "max_epochs": ("train", "epochs"),
+    "verbose": ("train", "progress"),  # always applied: the config's train.progress is not read
+    "validation_fraction": ("data", "val_fraction"),
+    "preprocess": ("data", "preprocess"),
+    "siamese": ("siamese", "enabled"),
+    "autoencoder": ("autoencoder", "enabled"),
+}
+_PARAMETER_OF = {field: name for name, field in NAMED_FIELDS.items()}
+_POSITIVE_INTS = ("n_components", "n_neighbors", "batch_size", "max_epochs")
+
+
+def base_config(config: Any) -> ExperimentConfig:
+    """What the estimator starts from: its ``config`` parameter, or the data-aware defaults for None.
+
+    Raises:
+      ValueError: ``config`` is neither None nor an ExperimentConfig.
+    """
+    if config is None:
+        return ExperimentConfig.auto()
+    if not isinstance(config, ExperimentConfig):
+        raise ValueError(f"config must be None or a specrage_jax.ExperimentConfig, got {config!r}")
+    return config
+
+
+def n_clusters_of(n_clusters: Any) -> int:
+    """The clusters k-means fits: ``n_clusters``, or :data:`N_CLUSTERS_DEFAULT` for None.
+
+    Raises:
+      ValueError: not None and not an integer >= 1.
+    """
+    if n_clusters is None:
+        return N_CLUSTERS_DEFAULT
+    if not is_positive_int(n_clusters):
+        raise ValueError(
+            f"n_clusters must be an integer >= 1 (or None: {N_CLUSTERS_DEFAULT}, with a warning), got {n_clusters!r}"
+        )
+    return int(n_clusters)
+
+
+def named_value(name: str, value: Any) -> Any:
+    """The configuration value of the named parameter ``name`` (not None), as the field holds it.
+
+    Raises:
+      ValueError: naming the parameter, for a value of the wrong kind.
+    """
+    if name in _POSITIVE_INTS:
+        if not is_positive_int(value):
+            raise ValueError(f"{name} must be None (the config's value) or an integer >= 1, got {value!r}")
+        return int(value)
+    if name in ("view_hidden", "weighting_hidden"):
+        return tuple(int(w) for w in value)
+    if name in ("temperature", "learning_rate", "validation_fraction"):
+        return float(value)
+    if name == "scale_neighbor":
+        return int(value)
+    if name in ("siamese", "autoencoder", "verbose"):
+        return bool(value)
+    return value
 
 
 def config_from_params(params: dict[str, Any]) -> ExperimentConfig:
-    """The ExperimentConfig that ``SpecRaGE(**params)`` trains with (its ``config_overrides``
-    applied last; what ``SpecRaGE.experiment_config`` returns).
+    """The ExperimentConfig that ``SpecRaGE(**params)`` trains with (what
+    ``SpecRaGE.experiment_config`` returns): ``config`` (None: the data-aware defaults), the named
+    parameters other than None on top, ``config_overrides`` last; ``model.n_components`` 0 becomes
+    the number of clusters.
 
     Raises:
       ValueError: naming the parameter or config field that is out of range.
     """
-    n_clusters, n_components = params["n_clusters"], params["n_components"]
-    if not is_positive_int(n_clusters):
-        raise ValueError(f"n_clusters must be an integer >= 1, got {n_clusters!r}")
-    if n_components is not None and not is_positive_int(n_components):
-        raise ValueError(f"n_components must be None or an integer >= 1, got {n_components!r}")
-    validation_fraction = params["validation_fraction"]
-    if not 0.0 <= validation_fraction < 1.0:
-        raise ValueError(f"validation_fraction must be in [0, 1), got {validation_fraction!r}")
+    n_clusters = n_clusters_of(params["n_clusters"])
     if isinstance(params["config_overrides"], str):
         raise ValueError("config_overrides must be a list of 'section.field=value' strings, not one string")
-    base = ExperimentConfig.auto()
-    view_hidden = params["view_hidden"]
-    config = dataclasses.replace(
-        base,
-        model=dataclasses.replace(
-            base.model,
-            n_components=base.model.n_components if n_components is None else int(n_components),
-            temperature=float(params["temperature"]),
-            view_hidden=base.model.view_hidden if view_hidden is None else tuple(int(w) for w in view_hidden),
-            weighting_hidden=tuple(int(w) for w in params["weighting_hidden"]),
-        ),
-        graph=dataclasses.replace(
-            base.graph,
-            n_neighbors=auto_int(params["n_neighbors"], "n_neighbors"),
-            scale_neighbor=int(params["scale_neighbor"]),
-            scale_mode=params["scale_mode"],
-        ),
-        train=dataclasses.replace(
-            base.train,
-            epochs=auto_int(params["max_epochs"], "max_epochs"),
-            batch_size=auto_int(params["batch_size"], "batch_size"),
-            learning_rate=float(params["learning_rate"]),
-            progress=bool(params["verbose"]),
-        ),
-        siamese=dataclasses.replace(base.siamese, enabled=bool(params["siamese"])),
-        autoencoder=dataclasses.replace(base.autoencoder, enabled=bool(params["autoencoder"])),
-        data=dataclasses.replace(base.data, preprocess=params["preprocess"]),
-    )
+    config = base_config(params.get("config"))
+    changes: dict[str, dict[str, Any]] = {}
+    for name, (section, field) in NAMED_FIELDS.items():
+        if params.get(name) is not None:
+            changes.setdefault(section, {})[field] = named_value(name, params[name])
+    for section, fields in changes.items():
+        config = dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **fields)})
     config = apply_overrides(config, list(params["config_overrides"]))
+    if not 0.0 <= config.data.val_fraction < 1.0:
+        raise ValueError(f"validation_fraction must be in [0, 1) (data.val_fraction), got {config.data.val_fraction!r}")
     if config.model.n_components == 0:
-        config = dataclasses.replace(config, model=dataclasses.replace(config.model, n_components=int(n_clusters)))
+        config = dataclasses.replace(config, model=dataclasses.replace(config.model, n_components=n_clusters))
     return config
+
+
+def nested_config_params(config: ExperimentConfig) -> dict[str, Any]:
+    """``config``'s sections and fields as scikit-learn nested parameters: ``config__graph`` (the
+    GraphConfig), ``config__graph__n_neighbors`` (its field), ... ``train.progress`` is left out:
+    the estimator's ``verbose`` sets it."""
+    params: dict[str, Any] = {}
+    for section in dataclasses.fields(config):
+        values = getattr(config, section.name)
+        params[f"{CONFIG_PREFIX}{section.name}"] = values
+        for field in dataclasses.fields(values):
+            if (section.name, field.name) != ("train", "progress"):
+                params[f"{CONFIG_PREFIX}{section.name}__{field.name}"] = getattr(values, field.name)
+    return params
+
+
+def with_nested_params(config: ExperimentConfig, nested: dict[str, Any], named: dict[str, Any]) -> ExperimentConfig:
+    """``config`` (frozen) with ``nested`` set: keys "section" (a whole section) or "section__field"
+    (``config__`` already stripped), values coerced to the field's type. ``named`` are the
+    estimator's parameters, whose named settings take precedence over their fields.
+
+    Raises:
+      ValueError: an unknown section or field (listing the known ones); a field whose named
+        parameter is set to another value (it would shadow the nested one); train.progress (set
+        ``verbose``); a value the section rejects.
+    """
+    sections = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    for key, value in nested.items():
+        section, _, name = key.partition("__")
+        if section not in sections:
+            raise ValueError(f"invalid parameter {CONFIG_PREFIX}{key}: config sections are {', '.join(sections)}")
+        current = sections[section]
+        if not name:
+            if not isinstance(value, type(current)):
+                raise ValueError(f"{CONFIG_PREFIX}{section} must be a {type(current).__name__}, got {value!r}")
+            sections[section] = value
+            continue
+        hints = _field_types(type(current))
+        if name not in hints:
+            raise ValueError(
+                f"invalid parameter {CONFIG_PREFIX}{key}: fields of config section {section!r} are {', '.join(hints)}"
+            )
+        if (section, name) == ("train", "progress"):
+            raise ValueError(f"{CONFIG_PREFIX}{key} is the estimator's verbose parameter: set verbose")
+        value = _coerced(value, hints[name])
+        parameter = _PARAMETER_OF.get((section, name))
+        if (
+            parameter is not None
+            and named.get(parameter) is not None
+            and named_value(parameter, named[parameter]) != value
+        ):
+            raise ValueError(
+                f"{CONFIG_PREFIX}{key}={value!r} is shadowed by {parameter}={named[parameter]!r}, which takes "
+                f"precedence: set {parameter}=None to use {CONFIG_PREFIX}{key}, or set {parameter} instead"
+            )
+        sections[section] = dataclasses.replace(current, **{name: value})
+    return dataclasses.replace(config, **sections)
+
+
+def _coerced(value: Any, hint: Any) -> Any:
+    """NumPy scalars and lists (what a parameter grid holds) as the field's Python type, so the
+    configuration stays JSON-able and compares equal; anything else as given (the section checks it)."""
+    if hint is bool and isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if hint is int and isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if hint is float and isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if hint is str and isinstance(value, str):
+        return str(value)
+    if str(hint).startswith("tuple") and isinstance(value, (list, tuple, np.ndarray)):
+        return tuple(int(v) for v in value)
+    return value
 
 
 def is_positive_int(value: Any) -> bool:
     """An integer (Python or NumPy, not bool-like floats) of at least 1."""
     return isinstance(value, numbers.Integral) and int(value) >= 1
-
-
-def auto_int(value: Any, name: str) -> int:
-    """A parameter that None leaves to the data (the config's 0) or a positive integer."""
-    if value is None:
-        return 0
-    if not is_positive_int(value):
-        raise ValueError(f"{name} must be None (chosen from the data) or an integer >= 1, got {value!r}")
-    return int(value)

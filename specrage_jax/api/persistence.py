@@ -68,7 +68,9 @@ def load_fitted(cls: type[Any], path: str | Path) -> Any:
     if meta["estimator"] != cls.__name__:
         raise CheckpointError(f"{path} holds a {meta['estimator']} estimator, not a {cls.__name__}")
     tuples = ("view_hidden", "weighting_hidden", "view_dims", "config_overrides")
-    params = {k: tuple(v) if k in tuples and v is not None else v for k, v in meta["params"].items()}
+    params: dict[str, Any] = {k: tuple(v) if k in tuples and v is not None else v for k, v in meta["params"].items()}
+    if params.get("config") is not None:
+        params["config"] = config_from_dict(dict(params["config"]))
     est = cls(**params)
     config = config_from_dict(meta["config"])
     extra = loaded.extra_trees
@@ -91,6 +93,7 @@ def load_fitted(cls: type[Any], path: str | Path) -> Any:
     est.history_ = History.from_dict(meta["history"])
     est.n_iter_ = len(est.history_.epochs)
     est.cluster_centers_ = np.asarray(extra["clusters"]["centres"], np.float32)
+    est.n_clusters_ = int(est.cluster_centers_.shape[0])
     labels = extra["clusters"].get("labels")  # absent for an estimator loaded from a run and saved again
     est.labels_ = None if labels is None else np.asarray(labels, np.int64)
     est.inertia_ = None if meta.get("inertia") is None else float(meta["inertia"])
@@ -119,6 +122,7 @@ def estimator_from_pipeline(cls: type[Any], pipeline: InferencePipeline) -> Any:
     est.history_ = History.from_dict(meta["history"]) if "history" in meta else History()
     est.n_iter_ = len(est.history_.epochs)
     est.cluster_centers_ = centres
+    est.n_clusters_ = n_clusters
     est.labels_ = None  # a run's model does not keep its training rows' labels
     est.inertia_ = None
     est.health_ = HealthReport.from_dict(meta["health"]) if "health" in meta else None
