@@ -202,7 +202,8 @@ class OrthoConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimization: Adam with the paper's plateau learning-rate policy."""
+    """Optimization: Adam (or the optax optimizer given to ``create_state``) with the paper's
+    plateau learning-rate policy."""
 
     epochs: int = _f(100, "maximum number of epochs; 0 means resolved from the data at fit (a budget of steps)")
     batch_size: int = _f(1024, "mini-batch size m (capped at the training-set size); 0 means resolved from the data")
@@ -212,7 +213,11 @@ class TrainConfig:
         "views missing for some training samples: the batch may double up to this factor until "
         "its graph splits as cleanly as a batch of complete samples (1 keeps batch_size)",
     )
-    learning_rate: float = _f(1e-3, "initial Adam learning rate")
+    learning_rate: float = _f(
+        1e-3,
+        "initial Adam learning rate (the state's optimizer is built with it; a state built with "
+        "another rate or optimizer must agree with it, or keep its rate inside, see create_state)",
+    )
     lr_factor: float = _f(0.1, "learning-rate multiplier on a validation plateau")
     lr_patience: int = _f(10, "epochs without validation improvement before the learning rate drops")
     min_lr: float = _f(1e-8, "training stops once the learning rate falls below this")
