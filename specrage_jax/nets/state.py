@@ -116,7 +116,8 @@ def adam_optimizer() -> optax.GradientTransformation:
 
 def check_resolved(model_config: ModelConfig, graph_config: GraphConfig) -> None:
     """Refuses the settings that mean "from the data" (model.n_components -1, model.view_hidden
-    (0,), graph.n_neighbors 0): a network and its graph need numbers.
+    (0,), graph.n_neighbors 0) or "the number of classes" (model.n_components 0): a network and
+    its graph need numbers.
 
     Raises:
       ValueError: naming the first such setting and how to resolve it.
@@ -125,6 +126,11 @@ def check_resolved(model_config: ModelConfig, graph_config: GraphConfig) -> None
     for name in ("model.n_components", "model.view_hidden", "graph.n_neighbors"):
         if name in pending:
             raise ValueError(unresolved_message(name))
+    if model_config.n_components == 0:
+        raise ValueError(
+            "model.n_components=0 means 'the number of classes', which only SpecRaGE.fit and `specrage train` "
+            "fill in: give a value (e.g. ModelConfig(n_components=10))"
+        )
 
 
 def create_state(
