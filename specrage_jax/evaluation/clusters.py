@@ -1,5 +1,5 @@
-"""The estimator's clusters: k-means fitted once on a training embedding (on one OpenMP thread) and
-each new row's nearest centre."""
+"""The pipeline's clusters: k-means fitted once on an embedding (on one OpenMP thread) and each
+new row's nearest centre."""
 
 from __future__ import annotations
 
@@ -21,11 +21,20 @@ def nearest_centre(embedding: np.ndarray, centres: np.ndarray) -> np.ndarray:
 
 
 def kmeans_centres(embedding: np.ndarray, n_clusters: int, n_init: int, seed: int) -> tuple[np.ndarray, float]:
-    """(centres (c, k) float32, inertia) of a seeded k-means on the training embedding (n, k).
+    """(centres (c, k) float32, inertia) of a seeded k-means on the training embedding (n, k)
+    (:func:`kmeans_centres_and_labels`)."""
+    _, centres, inertia = kmeans_centres_and_labels(embedding, n_clusters, n_init, seed)
+    return centres, inertia
+
+
+def kmeans_centres_and_labels(
+    embedding: np.ndarray, n_clusters: int, n_init: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """(k-means labels (n,), centres (c, k) float32, inertia) of a seeded k-means on an embedding (n, k).
 
     One OpenMP thread: the input is small, and scikit-learn's spinning OpenMP threads beside
     XLA's made k-means ~100x slower on a loaded 2-core machine (BUILD_NOTES.md).
     """
     with threadpool_limits(limits=1, user_api="openmp"):
         kmeans = KMeans(n_clusters=n_clusters, random_state=seed, n_init=n_init).fit(embedding)
-    return kmeans.cluster_centers_.astype(np.float32), float(kmeans.inertia_)
+    return kmeans.labels_, kmeans.cluster_centers_.astype(np.float32), float(kmeans.inertia_)

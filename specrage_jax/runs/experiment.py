@@ -17,7 +17,6 @@ checkpoint and ends with the metrics the uninterrupted run writes.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import warnings
 from collections.abc import Callable
@@ -32,24 +31,22 @@ from specrage_jax.api.pipeline import save_inference_model
 from specrage_jax.config import ExperimentConfig
 from specrage_jax.data import MultiViewData, load_dataset
 from specrage_jax.data.lazy import StreamedViews
-from specrage_jax.data.preprocess import unit_rows
 from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
-from specrage_jax.evaluation.health import HealthReport, embedding_problems
-from specrage_jax.evaluation.metrics import accuracy_by_views, cluster_scores, kmeans_clusters, svm_metrics
+from specrage_jax.evaluation.health import HealthReport
+from specrage_jax.evaluation.metrics import accuracy_by_views, cluster_scores, svm_metrics
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.overrides import config_to_dict
+from specrage_jax.api import fit_pipeline as pipeline
+from specrage_jax.api.fit_pipeline import EVAL_SUBSAMPLE_STREAM, evaluation_rows, select_rows
 from specrage_jax.runs.prepare import (
-    EVAL_SUBSAMPLE_STREAM,
     PreparedSplits,
     PretrainResult,
     SplitCodes,
-    evaluation_rows,
     prepare_splits,
+    pretrain_result,
     resolve_run_defaults,
-    run_pretraining,
-    select_rows,
-    unreduced_codes,
+    scaled_splits,
     with_n_components,
 )
 from specrage_jax.runs.records import (
@@ -66,10 +63,9 @@ from specrage_jax.runs.run_plan import Stage, stage_plan
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.checkpoint_files import CheckpointError, library_version
 from specrage_jax.training.distributed import barrier, host_local, is_primary
-from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.loop import History
 from specrage_jax.training.pretrained import load_pretrained_nets, save_pretrained_nets
-from specrage_jax.validation import check_training_sizes, check_view_coverage, present_views
+from specrage_jax.validation import present_views
 
 
 def train_on_splits(
@@ -83,13 +79,13 @@ def train_on_splits(
     mesh: Mesh | None = None,
     on_epoch_end: Callable[[SpecRaGEState, Any], None] | None = None,
 ) -> tuple[SpecRaGEState, History]:
-    """:func:`training.initial_state.train_model` (the estimator's path too) on a run's splits:
-    trained on the training split, validated on the validation split, affinities from ``codes``.
+    """:func:`api.fit_pipeline.train` (the estimator's path too) on a run's splits: trained on the
+    training split, validated on the validation split, affinities from ``codes``.
 
     ``checkpointer`` saves training checkpoints; with ``resume`` training continues from its
     newest readable one (from scratch, with a warning, when there is none).
     """
-    return train_model(
+    return pipeline.train(
         splits.train,
         splits.val,
         config,
@@ -133,15 +129,14 @@ def evaluate_state(
     kmeans_rows = evaluation_rows(n_test, max_rows, seed=seed, stream=1)
     y_train, _ = embed(state, select_rows(splits.train, svm_rows), batch_size=batch)
     train_labels = splits.train_labels if svm_rows is None else splits.train_labels[svm_rows]
-    y_test_raw, alpha_test = embed(state, splits.test, batch_size=batch, rows="raw")
-    y_test = unit_rows(y_test_raw) if config.model.output_rows == "unit" else y_test_raw  # what embed() returns
+    test = pipeline.embed_rows(state, splits.test, config)
+    y_test, alpha_test = test.embedding, test.view_weights
     rows = slice(None) if kmeans_rows is None else kmeans_rows
     kmeans_labels = splits.test_labels[rows]
     n_clusters = int(max(splits.train_labels.max(), splits.test_labels.max()) + 1)
-    predicted, centres = kmeans_clusters(
-        y_test[rows], n_clusters=n_clusters, seed=seed, n_init=config.eval.kmeans_n_init
-    )
-    health = embedding_problems(y_test_raw[rows], predicted, n_clusters, convention=config.ortho.convention)
+    clusters = pipeline.cluster(y_test[rows], n_clusters, config, seed=seed)
+    predicted, centres = clusters.labels, clusters.centres
+    health = pipeline.health(test.raw[rows], predicted, n_clusters, config)
     metrics = {
         "kmeans": cluster_scores(kmeans_labels, predicted),
         "svm": svm_metrics(y_train, train_labels, y_test, splits.test_labels, seed=seed),
@@ -172,18 +167,18 @@ def evaluate_state(
 def _pretrain_for_run(
     splits: PreparedSplits, config: ExperimentConfig, *, seed: int, ckpt_dir: Path | None, resume: bool
 ) -> PretrainResult:
-    """Pre-training, restoring the nets of a resumed run and saving them for a later resume."""
-    if not (config.autoencoder.enabled or config.siamese.enabled):
-        return run_pretraining(splits, config, seed=seed)
+    """The pipeline's pre-training stage (:func:`api.fit_pipeline.pretrain`) on a run's splits,
+    restoring the nets of a resumed run and saving them for a later resume."""
     restored = None
     saved_dir = None if ckpt_dir is None else ckpt_dir / "pretrained"
-    if resume and saved_dir is not None and saved_dir.exists():
+    pretraining = config.autoencoder.enabled or config.siamese.enabled
+    if pretraining and resume and saved_dir is not None and saved_dir.exists():
         try:
             restored = load_pretrained_nets(saved_dir, config)
         except CheckpointError as err:
             warnings.warn(f"{err}; training the pre-training nets again", stacklevel=2)
-    result = run_pretraining(splits, config, seed=seed, restored=restored)
-    if saved_dir is not None and restored is None:
+    result = pretrain_result(splits, pipeline.pretrain(scaled_splits(splits), config, seed=seed, restored=restored))
+    if pretraining and saved_dir is not None and restored is None:
         save_pretrained_nets(saved_dir, result.nets, config)
     return result
 
@@ -418,22 +413,18 @@ def train_and_evaluate(
     dataset = dataset or data.name
     splits = prepare_splits(data, config, seed=seed)
     config, resolved = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
-    check_training_sizes(
+    pipeline.check_sizes(  # before pre-training on those rows
+        config,
+        splits.train,
         n_samples=len(data.labels),
-        n_train=len(splits.train_labels),
-        batch_size=config.train.batch_size,
-        n_neighbors=config.graph.n_neighbors,
-        n_components=config.model.n_components,
         n_clusters=data.n_classes,
         n_test=len(splits.test_labels),
         what=f"dataset {dataset!r}",
     )
-    check_view_coverage(splits.train, config.graph.n_neighbors)  # before pre-training on those rows
     if report is not None:
         report(resolved, stage_plan(config, n_train=len(splits.train_labels), n_views=len(data.view_dims)))
     train_start = time.perf_counter()
     pretrained = _pretrain_for_run(splits, config, seed=seed, ckpt_dir=ckpt_dir, resume=resume)
-    pretrained = dataclasses.replace(pretrained, codes=unreduced_codes(config, splits, pretrained.codes))
     stage_seconds = dict(pretrained.timings)
     fit_start = time.perf_counter()
     checkpointer = None

@@ -1,40 +1,35 @@
-"""What a run trains on: the paper's splits with scalers fitted on the training split, the data-
-aware defaults resolved on it, the pre-training stages run over every split, and seeded row
-subsets for the evaluation."""
+"""What a run trains on: the paper's splits, and the pipeline's first stages
+(:mod:`specrage_jax.api.fit_pipeline`) on them: scalers fitted on the training split, the data-aware
+defaults resolved on it, the pre-training stages run over every split."""
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from specrage_jax.config import AUTO_COMPONENTS, ExperimentConfig, preset
+from specrage_jax.config import ExperimentConfig, preset
 from specrage_jax.data import (
     MultiViewData,
     ViewScaler,
-    apply_view_scalers,
-    fit_view_scalers,
     load_dataset,
     split_indices,
 )
-from specrage_jax.data.lazy import StreamedViews, is_streamed
-from specrage_jax.data.preprocess import graph_input_views
+from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.overrides import apply_overrides
-from specrage_jax.training.defaults import (
-    FULL_BATCH_MAX,
-    GROWN_BATCH_MAX,
-    DataShape,
-    describe_preprocessing,
-    resolve_defaults,
+from specrage_jax.api.fit_pipeline import (
+    Pretrained,
+    Scaled,
+    preprocess,
+    resolve_settings,
 )
-from specrage_jax.training.pretrained import PretrainedNets, pretrain_nets
+from specrage_jax.api.fit_pipeline import pretrain as pipeline_pretrain
+from specrage_jax.training.pretrained import PretrainedNets
 from specrage_jax.training.stages import encode_views
-from specrage_jax.validation import missing_rows
 
 
 @dataclass(frozen=True)
@@ -76,25 +71,16 @@ def prepare_splits(
         val_views, val_labels = val.views, val.labels
     else:
         val_views, val_labels = tuple(np.zeros((0, d), np.float32) for d in data.view_dims), data.labels[:0]
-    scalers = fit_view_scalers(
-        train.views,
-        config.data.preprocess,
-        svd_components=config.data.svd_components,
-        sparse_below=config.data.sparse_below,
-    )
-    unreduced_train = graph_input_views(scalers, train.views)
+    scaled = preprocess(train.views, val_views, config, rest=test.views)
     return PreparedSplits(
-        train=apply_view_scalers(scalers, train.views),
-        val=apply_view_scalers(scalers, val_views),
-        test=apply_view_scalers(scalers, test.views),
+        train=scaled.train,
+        val=scaled.val,
+        test=scaled.rest,
         train_labels=train.labels,
         val_labels=val_labels,
         test_labels=test.labels,
-        scalers=scalers,
-        # not None for the validation views either: the same scalers project them
-        unreduced=None
-        if unreduced_train is None
-        else (unreduced_train, cast(tuple[np.ndarray, ...], graph_input_views(scalers, val_views))),
+        scalers=scaled.scalers,
+        unreduced=scaled.unreduced,
     )
 
 
@@ -104,33 +90,14 @@ def resolve_run_defaults(
     """:func:`~specrage_jax.training.defaults.resolve_defaults` on a run's training split (a seeded
     sample of at most FULL_BATCH_MAX rows, GROWN_BATCH_MAX where views are missing); the record
     names each chosen value and why."""
-    described = describe_preprocessing([s.kind for s in splits.scalers], config.data.preprocess)
-    views_missing = any(missing_rows(v).any() for v in splits.train)
-    incomplete = config.train.missing_view_batch_growth > 1 and views_missing
-    if not config.unresolved_fields() and not incomplete:
-        return config, described
-    n_train = len(splits.train_labels)
-    sample = unreduced = None
-    reads_rows = config.graph.n_neighbors == 0 or config.model.n_components == AUTO_COMPONENTS
-    if reads_rows or incomplete:  # the rules that look at the rows themselves
-        rows = evaluation_rows(n_train, GROWN_BATCH_MAX if incomplete else FULL_BATCH_MAX, seed=seed, stream=2)
-        if rows is None and is_streamed(splits.train):
-            rows = np.arange(n_train)
-        sample = tuple(np.asarray(v if rows is None else v[rows]) for v in splits.train)  # x[idx] reads streamed rows
-        unreduced = None if splits.unreduced is None else tuple(select_rows(splits.unreduced[0], rows))
-    resolved, chosen = resolve_defaults(
+    return resolve_settings(
         config,
-        DataShape(
-            views=sample,
-            n_clusters=n_clusters,
-            seed=seed,
-            unreduced_views=unreduced,
-            n_train=n_train,
-            views_missing=views_missing,
-        ),
+        splits.train,
+        n_clusters,
+        seed=seed,
+        scalers=splits.scalers,
+        unreduced_train=None if splits.unreduced is None else splits.unreduced[0],
     )
-    chosen.update(described)
-    return resolved, chosen
 
 
 def prepare_streamed_splits(data: StreamedViews, config: ExperimentConfig, *, seed: int) -> PreparedSplits:
@@ -188,6 +155,25 @@ class PretrainResult:
     timings: dict[str, float]
 
 
+def scaled_splits(splits: PreparedSplits, *, unreduced: bool = True) -> Scaled:
+    """A run's scaled splits as the pipeline's stages take them (test as the rows carried
+    through); ``unreduced`` False leaves out the unreduced graph inputs."""
+    return Scaled(
+        scalers=splits.scalers,
+        train=splits.train,
+        val=splits.val,
+        rest=splits.test,
+        unreduced=splits.unreduced if unreduced else None,
+    )
+
+
+def pretrain_result(splits: PreparedSplits, result: Pretrained) -> PretrainResult:
+    """The pipeline's pre-training stage as a run records it: the splits after the autoencoders."""
+    codes = None if result.codes is None else SplitCodes(*result.codes)
+    splits = dataclasses.replace(splits, train=result.train, val=result.val, test=result.rest)
+    return PretrainResult(splits=splits, codes=codes, nets=result.nets, timings=result.timings)
+
+
 def encode_splits(nets: Sequence[TrainedNet], splits: PreparedSplits) -> SplitCodes:
     """Every split through the per-view nets."""
     return SplitCodes(
@@ -201,18 +187,8 @@ def run_pretraining(
     """The optional pre-training stages (:func:`training.pretrained.pretrain_nets`: autoencoders,
     then Siamese nets on the autoencoded views) and every split through them. A stage whose nets
     are in ``restored`` (a resumed run) is not retrained."""
-    nets, timings = pretrain_nets(splits.train, config, seed=seed, restored=restored)
-    if nets.autoencoders is not None:
-        start = time.perf_counter()
-        embedded = encode_splits(nets.autoencoders, splits)
-        splits = dataclasses.replace(splits, train=embedded.train, val=embedded.val, test=embedded.test)
-        timings["autoencoder_seconds"] += time.perf_counter() - start
-    codes = None
-    if nets.siamese is not None:
-        start = time.perf_counter()
-        codes = encode_splits(nets.siamese, splits)
-        timings["siamese_seconds"] += time.perf_counter() - start
-    return PretrainResult(splits=splits, codes=codes, nets=nets, timings=timings)
+    result = pipeline_pretrain(scaled_splits(splits, unreduced=False), config, seed=seed, restored=restored)
+    return pretrain_result(splits, result)
 
 
 def pretrain(
@@ -273,23 +249,3 @@ def unreduced_codes(config: ExperimentConfig, splits: PreparedSplits, codes: Spl
     if codes is None and config.data.graph_inputs == "unreduced" and splits.unreduced is not None:
         return SplitCodes(*splits.unreduced, test=())
     return codes
-
-
-EVAL_SUBSAMPLE_STREAM = 7  # np.random.default_rng([seed, 7, 0 (SVM train) | 1 (k-means test)])
-
-
-def evaluation_rows(n: int, max_rows: int | None, *, seed: int, stream: int) -> np.ndarray | None:
-    """Sorted (max_rows,) seeded random rows of n when n > max_rows, else None (every row)."""
-    if max_rows is None or n <= max_rows:
-        return None
-    if max_rows < 1:
-        raise ValueError(f"max_rows must be >= 1 (or None for every row), got {max_rows}")
-    rng = np.random.default_rng([seed, EVAL_SUBSAMPLE_STREAM, stream])
-    return np.sort(rng.choice(n, size=max_rows, replace=False))
-
-
-def select_rows(views: Sequence[Any], rows: np.ndarray | None) -> tuple[Any, ...]:
-    """The views at sorted ``rows`` (None: the views as they are); streamed views stay unread."""
-    if rows is None:
-        return tuple(views)
-    return tuple(v.take(rows) if is_streamed([v]) else v[rows] for v in views)

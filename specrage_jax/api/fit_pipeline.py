@@ -1,0 +1,314 @@
+"""The training pipeline that the estimator (``SpecRaGE.fit``) and the CLI (``specrage train``)
+both run, one function per stage:
+
+    preprocess -> resolve_settings -> check_sizes -> pretrain -> train -> embed_rows -> cluster -> health
+
+Each stage takes its rows and settings explicitly (training rows, validation rows, any other
+rows to carry through, the configuration, the seed) and returns what the next stage needs. The
+estimator adds the scikit-learn contract around it (input validation, its seeded split of the
+rows it is given, fitted attributes, warnings); the CLI (:mod:`specrage_jax.runs.experiment`)
+adds dataset loading, its train/validation/test split, evaluation metrics, files and printing.
+So the same rows, seed and settings give bitwise the same model either way.
+
+Inference on new rows is :mod:`specrage_jax.api.pipeline`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+from jax.sharding import Mesh
+
+from specrage_jax.config import AUTO_COMPONENTS, ExperimentConfig
+from specrage_jax.data.lazy import is_streamed
+from specrage_jax.data.preprocess import (
+    ViewScaler,
+    apply_view_scalers,
+    fit_view_scalers,
+    graph_input_views,
+    unit_rows,
+)
+from specrage_jax.evaluation.clusters import kmeans_centres_and_labels
+from specrage_jax.evaluation.health import HealthReport, embedding_problems
+from specrage_jax.nets.embed import embed
+from specrage_jax.nets.state import SpecRaGEState
+from specrage_jax.training.checkpoint import TrainingCheckpointer
+from specrage_jax.training.defaults import (
+    FULL_BATCH_MAX,
+    GROWN_BATCH_MAX,
+    DataShape,
+    describe_preprocessing,
+    resolve_defaults,
+)
+from specrage_jax.training.initial_state import train_model
+from specrage_jax.training.loop import History
+from specrage_jax.training.pretrained import PretrainedNets, pretrain_nets
+from specrage_jax.training.stages import encode_views
+from specrage_jax.validation import check_training_sizes, check_view_coverage, missing_rows
+
+Views = tuple[Any, ...]  # V arrays (n, d_v) each; of a dataset streamed from disk, ``data.lazy.MemmapRows``
+
+
+# --- preprocess ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """The views after the per-view scaling fitted on the training rows."""
+
+    scalers: tuple[ViewScaler, ...]
+    train: Views
+    val: Views
+    rest: Views  # other rows carried through (the CLI's test split; the estimator's every row)
+    unreduced: tuple[Views, Views] | None  # graph inputs of data.graph_inputs=unreduced (train, val)
+
+
+def preprocess(
+    train: Sequence[Any], val: Sequence[Any], config: ExperimentConfig, *, rest: Sequence[Any] = ()
+) -> Scaled:
+    """Per-view scalers (``data.preprocess``) fitted on ``train`` (V arrays (n_train, d_v), NaN rows
+    for missing views) and applied to ``train``, ``val`` and ``rest``; and the views' rows
+    before any SVD projection (None when no scaler projects)."""
+    scalers = fit_view_scalers(
+        train,
+        config.data.preprocess,
+        svd_components=config.data.svd_components,
+        sparse_below=config.data.sparse_below,
+    )
+    unreduced_train = graph_input_views(scalers, train)
+    return Scaled(
+        scalers=scalers,
+        train=apply_view_scalers(scalers, train),
+        val=apply_view_scalers(scalers, val),
+        rest=apply_view_scalers(scalers, rest) if len(rest) else (),
+        # not None for the validation views either: the same scalers project them
+        unreduced=None
+        if unreduced_train is None
+        else (unreduced_train, cast(tuple[np.ndarray, ...], graph_input_views(scalers, val))),
+    )
+
+
+# --- resolve settings ---------------------------------------------------------------------------
+
+
+def resolve_settings(
+    config: ExperimentConfig,
+    train: Sequence[Any],
+    n_clusters: int,
+    *,
+    seed: int,
+    scalers: Sequence[ViewScaler],
+    unreduced_train: Sequence[Any] | None = None,
+    sample: bool = True,
+) -> tuple[ExperimentConfig, dict[str, Any]]:
+    """:func:`~specrage_jax.training.defaults.resolve_defaults` on the scaled training rows; the
+    record names each chosen value and why (the per-view preprocessing last).
+
+    ``sample`` reads a seeded sample of at most FULL_BATCH_MAX training rows (GROWN_BATCH_MAX
+    where views are missing) for the rules that look at the rows (the CLI's runs); False reads
+    every training row (the estimator)."""
+    described = describe_preprocessing([s.kind for s in scalers], config.data.preprocess)
+    views_missing = any(missing_rows(v).any() for v in train)
+    incomplete = config.train.missing_view_batch_growth > 1 and views_missing
+    if not config.unresolved_fields() and not incomplete:
+        return config, described
+    n_train = len(train[0])
+    views = unreduced = None
+    reads_rows = config.graph.n_neighbors == 0 or config.model.n_components == AUTO_COMPONENTS
+    if reads_rows or incomplete:  # the rules that look at the rows themselves
+        rows = None
+        if sample:
+            rows = evaluation_rows(n_train, GROWN_BATCH_MAX if incomplete else FULL_BATCH_MAX, seed=seed, stream=2)
+            if rows is None and is_streamed(train):
+                rows = np.arange(n_train)
+        views = tuple(np.asarray(v if rows is None else v[rows]) for v in train)  # x[idx] reads streamed rows
+        unreduced = None if unreduced_train is None else tuple(select_rows(unreduced_train, rows))
+    resolved, chosen = resolve_defaults(
+        config,
+        DataShape(
+            views=views,
+            n_clusters=n_clusters,
+            seed=seed,
+            unreduced_views=unreduced,
+            n_train=n_train,
+            views_missing=views_missing,
+        ),
+    )
+    chosen.update(described)
+    return resolved, chosen
+
+
+def check_sizes(
+    config: ExperimentConfig,
+    train: Sequence[Any],
+    *,
+    n_samples: int,
+    n_clusters: int,
+    n_test: int | None = None,
+    what: str = "X",
+    extra: str = "",
+) -> None:
+    """Before any training: the data is large enough for the kNN graph, the orthogonalization and
+    the clusters (:func:`validation.check_training_sizes`), and every view is present on enough
+    training rows for its graph (:func:`validation.check_view_coverage`).
+
+    Raises:
+      ValueError: naming the setting or the view, the sizes and the fix.
+    """
+    check_training_sizes(
+        n_samples=n_samples,
+        n_train=len(train[0]),
+        batch_size=config.train.batch_size,
+        n_neighbors=config.graph.n_neighbors,
+        n_components=config.model.n_components,
+        n_clusters=n_clusters,
+        n_test=n_test,
+        what=what,
+        extra=extra,
+    )
+    check_view_coverage(train, config.graph.n_neighbors)
+
+
+# --- pre-train ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pretrained:
+    """The network's inputs per row set (the scaled views through the autoencoder encoders, as
+    scaled without them), the affinity inputs per row set (Siamese codes, else with
+    ``data.graph_inputs=unreduced`` the unreduced rows, else None), the nets and the seconds
+    each stage took."""
+
+    nets: PretrainedNets
+    train: Views
+    val: Views
+    rest: Views
+    codes: tuple[Views, Views, Views] | None  # (train, val, rest); rest is () for unreduced rows
+    timings: dict[str, float]
+
+
+def pretrain(
+    scaled: Scaled, config: ExperimentConfig, *, seed: int, restored: PretrainedNets | None = None
+) -> Pretrained:
+    """The optional pre-training stages (:func:`training.pretrained.pretrain_nets`: autoencoders,
+    then Siamese nets on the autoencoded views) trained on ``scaled.train``, and every row set
+    through them. A stage whose nets are in ``restored`` (a resumed run) is not retrained."""
+    nets, timings = pretrain_nets(scaled.train, config, seed=seed, restored=restored)
+    inputs = (scaled.train, scaled.val, scaled.rest)
+    if nets.autoencoders is not None:
+        start = time.perf_counter()
+        inputs = tuple(encode_views(nets.autoencoders, x) for x in inputs)  # type: ignore[assignment]
+        timings["autoencoder_seconds"] += time.perf_counter() - start
+    codes: tuple[Views, Views, Views] | None = None
+    if nets.siamese is not None:
+        start = time.perf_counter()
+        codes = cast(tuple[Views, Views, Views], tuple(encode_views(nets.siamese, x) for x in inputs))
+        timings["siamese_seconds"] += time.perf_counter() - start
+    elif config.data.graph_inputs == "unreduced" and scaled.unreduced is not None:
+        codes = (*scaled.unreduced, ())
+    return Pretrained(nets=nets, train=inputs[0], val=inputs[1], rest=inputs[2], codes=codes, timings=timings)
+
+
+# --- train --------------------------------------------------------------------------------------
+
+
+def train(
+    train_inputs: Sequence[Any],
+    val_inputs: Sequence[Any],
+    config: ExperimentConfig,
+    *,
+    seed: int,
+    train_codes: Sequence[Any] | None = None,
+    val_codes: Sequence[Any] | None = None,
+    checkpointer: TrainingCheckpointer | None = None,
+    resume: bool = False,
+    mesh: Mesh | None = None,
+    on_epoch_end: Callable[[SpecRaGEState, Any], None] | None = None,
+) -> tuple[SpecRaGEState, History]:
+    """:func:`training.initial_state.train_model`: SpecRaGE trained on the training inputs,
+    its schedule driven by the validation inputs, affinities from the codes when given."""
+    return train_model(
+        train_inputs,
+        val_inputs,
+        config,
+        seed=seed,
+        train_codes=train_codes,
+        val_codes=val_codes,
+        checkpointer=checkpointer,
+        resume=resume,
+        mesh=mesh,
+        on_epoch_end=on_epoch_end,
+    )
+
+
+# --- embed, cluster, health ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """An embedding as returned to the user (unit rows with ``model.output_rows=unit``), the
+    raw rows as trained (what the health check reads) and the view weights (n, V)."""
+
+    embedding: np.ndarray
+    raw: np.ndarray
+    view_weights: np.ndarray
+
+
+def embed_rows(state: SpecRaGEState, inputs: Sequence[Any], config: ExperimentConfig) -> Embedded:
+    """The trained model on the network's inputs (n rows), in batches of ``eval.embed_batch_size``."""
+    raw, alpha = embed(state, inputs, batch_size=config.eval.embed_batch_size, rows="raw")
+    embedding = unit_rows(raw) if config.model.output_rows == "unit" else raw  # what embed() returns
+    return Embedded(embedding=embedding, raw=raw, view_weights=alpha)
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """A seeded k-means of an embedding: labels (n,), centres (n_clusters, k) float32, inertia."""
+
+    labels: np.ndarray
+    centres: np.ndarray
+    inertia: float
+
+
+def cluster(embedding: np.ndarray, n_clusters: int, config: ExperimentConfig, *, seed: int) -> Clusters:
+    """k-means (``eval.kmeans_n_init`` starts, seeded) on ``embedding`` (n, k).
+
+    Raises:
+      ValueError: n_clusters outside 1..n.
+    """
+    embedding = np.asarray(embedding)
+    if not 1 <= n_clusters <= embedding.shape[0]:
+        raise ValueError(f"n_clusters must be in 1..{embedding.shape[0]} (the number of samples), got {n_clusters}")
+    labels, centres, inertia = kmeans_centres_and_labels(embedding, n_clusters, config.eval.kmeans_n_init, seed)
+    return Clusters(labels=labels, centres=centres, inertia=inertia)
+
+
+def health(raw: np.ndarray, labels: np.ndarray, n_clusters: int, config: ExperimentConfig) -> HealthReport:
+    """:func:`evaluation.health.embedding_problems` of the raw embedding rows and their clusters."""
+    return embedding_problems(raw, labels, n_clusters, convention=config.ortho.convention)
+
+
+# --- row subsets --------------------------------------------------------------------------------
+
+EVAL_SUBSAMPLE_STREAM = 7  # np.random.default_rng([seed, 7, 0 (SVM train) | 1 (k-means test) | 2 (defaults)])
+
+
+def evaluation_rows(n: int, max_rows: int | None, *, seed: int, stream: int) -> np.ndarray | None:
+    """Sorted (max_rows,) seeded random rows of n when n > max_rows, else None (every row)."""
+    if max_rows is None or n <= max_rows:
+        return None
+    if max_rows < 1:
+        raise ValueError(f"max_rows must be >= 1 (or None for every row), got {max_rows}")
+    rng = np.random.default_rng([seed, EVAL_SUBSAMPLE_STREAM, stream])
+    return np.sort(rng.choice(n, size=max_rows, replace=False))
+
+
+def select_rows(views: Sequence[Any], rows: np.ndarray | None) -> tuple[Any, ...]:
+    """The views at sorted ``rows`` (None: the views as they are); streamed views stay unread."""
+    if rows is None:
+        return tuple(views)
+    return tuple(v.take(rows) if is_streamed([v]) else v[rows] for v in views)
