@@ -93,12 +93,12 @@ from specrage_jax.ops.affinity import (
     pairwise_sq_distances,
 )
 from specrage_jax.ops.laplacian import weighted_laplacian_loss
+from specrage_jax.ops.objective import batch_affinities
 from specrage_jax.ops.ortho import orthonormalizer
 from specrage_jax.training.sharding import make_data_mesh, replicate, shard_batch
 from specrage_jax.training.steps import (
     Batch,
     _fuse,
-    batch_affinities,
     grad_step,
     ortho_step,
 )

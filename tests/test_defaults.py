@@ -28,6 +28,7 @@ from specrage_jax.data.preprocess import (
 from specrage_jax.evaluation.metrics import clustering_accuracy
 from specrage_jax.nets.state import create_state
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
+from specrage_jax.ops.objective import batch_affinities, edge_graph
 from specrage_jax.overrides import apply_overrides
 from specrage_jax.training import defaults as data_rules
 from specrage_jax.training.defaults import (
@@ -49,8 +50,6 @@ from specrage_jax.training.defaults import (
 )
 from specrage_jax.training.steps import (
     Batch,
-    batch_affinities,
-    edge_graph,
     full_batch_step,
     train_step,
 )

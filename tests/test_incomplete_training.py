@@ -21,11 +21,12 @@ from specrage_jax.data.incomplete import mean_impute, remove_views_at_random
 from specrage_jax.nets.state import create_state
 from specrage_jax.ops.affinity import knn_gaussian_affinity
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
+from specrage_jax.ops.objective import edge_graph
 from specrage_jax.ops.spectral import present_pairs_laplacian_eigenvectors
 from specrage_jax.ops.weights import weight_balance_penalty, weight_entropy_penalty
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.loop import missing_view_mask, train_loop
-from specrage_jax.training.steps import Batch, edge_graph, grad_step, ortho_step, train_step
+from specrage_jax.training.steps import Batch, grad_step, ortho_step, train_step
 
 
 def numpy_masked_affinity(x: np.ndarray, present: np.ndarray, l: int, c: float = 2.0) -> np.ndarray:
@@ -545,7 +546,7 @@ def test_view_count_balanced_affinities_match_the_numpy_formula():
 
 @pytest.mark.parametrize("how", ["views", "samples"])
 def test_missing_view_balancing_applies_only_where_views_are_missing(how):
-    from specrage_jax.training.steps import batch_affinities
+    from specrage_jax.ops.objective import batch_affinities
 
     codes = [jnp.asarray(points(30, 3, 0)), jnp.asarray(points(30, 2, 1))]
     graph = GraphConfig(n_neighbors=5, scale_mode="batch", missing_view_degrees="none")
@@ -564,7 +565,7 @@ def test_missing_view_degrees_defaults_to_views_and_rejects_unknown_values():
     assert GraphConfig().missing_view_degrees == "views"
     with pytest.raises(ValueError, match="missing_view_degrees"):
         GraphConfig(missing_view_degrees="degree")
-    from specrage_jax.training.steps import missing_view_balanced
+    from specrage_jax.ops.objective import missing_view_balanced
 
     with pytest.raises(ValueError, match="views, samples, none; got 'degree'"):
         missing_view_balanced(jnp.zeros((2, 4, 4)), jnp.ones((4, 2), bool), "degree")

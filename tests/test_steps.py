@@ -338,7 +338,8 @@ def test_loss_variants_weights_in_affinity_and_mass_normalization():
     import dataclasses
 
     from specrage_jax.ops.laplacian import weighted_laplacian_loss
-    from specrage_jax.training.steps import batch_affinities, spectral_loss
+    from specrage_jax.ops.objective import batch_affinities
+    from specrage_jax.training.steps import spectral_loss
 
     views = random_views(M, 11)
     for graph, expect in (

@@ -25,6 +25,7 @@ from specrage_jax.config import ExperimentConfig, GraphConfig, TrainConfig, unre
 from specrage_jax.data.lazy import check_streamed_views, is_streamed, streamed_mask
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
+from specrage_jax.ops.objective import batch_affinities, edge_graph
 from specrage_jax.training.device_epoch import (
     EpochMetrics,
     put_training_data,
@@ -40,8 +41,6 @@ from specrage_jax.training.sharding import (
 )
 from specrage_jax.training.steps import (
     Batch,
-    batch_affinities,
-    edge_graph,
     eval_loss,
     full_batch_step,
     train_step,
