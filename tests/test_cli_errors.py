@@ -1,8 +1,15 @@
 """What a careless user meets at the CLI: each expected failure (bad data, bad settings) ends
-with one line on stderr naming the problem, exit code 2 and no traceback; --debug shows it."""
+with one line on stderr naming the problem, exit code 2 and no traceback; --debug shows it.
+
+Each case runs ``specrage_jax.cli.main`` in this process (an exception escaping it fails the
+test); a few run ``python -m specrage_jax.cli`` as a user would, for the exit code and stderr of
+the real command (each such process spends seconds importing JAX).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -53,15 +60,34 @@ def _write_cases(folder: Path) -> dict[str, tuple[list[str], str]]:
 
 
 def _specrage(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    if args[0] == "--resume":
-        return _cli(["train", *args, "--quiet"], cwd)
-    return _cli(["train", "--dataset", *args, "--quiet", "--no-figure", "--out", str(cwd / "run")], cwd)
+    return _cli(_train_args(args, cwd), cwd)
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "specrage_jax.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120
     )
+
+
+def _in_process(args: list[str], cwd: Path, monkeypatch) -> subprocess.CompletedProcess:
+    """``main(args)`` run in ``cwd`` in this process, as a finished command: its return (or
+    argparse's exit) code and what it wrote to stderr."""
+    from specrage_jax.cli import main
+
+    monkeypatch.chdir(cwd)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exit_:
+            code = exit_.code
+    return subprocess.CompletedProcess(["specrage", *args], code, "", err.getvalue())
+
+
+def _train_args(args: list[str], cwd: Path) -> list[str]:
+    if args[0] == "--resume":
+        return ["train", *args, "--quiet"]
+    return ["train", "--dataset", *args, "--quiet", "--no-figure", "--out", str(cwd / "run")]
 
 
 def assert_one_line(done: subprocess.CompletedProcess, fragment: str) -> None:
@@ -98,12 +124,19 @@ TRAIN_CASES = [
 
 
 @pytest.mark.parametrize("name", TRAIN_CASES)
-def test_expected_failures_end_with_one_line_and_exit_2(cases, name):
+def test_expected_failures_end_with_one_line_and_exit_2(cases, name, monkeypatch):
     folder, table = cases
     args, fragment = table[name]
-    done = _specrage(args, folder)
+    done = _in_process(_train_args(args, folder), folder, monkeypatch)
     assert_one_line(done, fragment)
     assert not (folder / "run" / "metrics.json").exists()  # refused before training, nothing written
+
+
+def test_the_command_ends_with_one_line_and_exit_2(cases):
+    folder, table = cases
+    args, fragment = table["NaN features"]
+    assert_one_line(_specrage(args, folder), fragment)
+    assert not (folder / "run" / "metrics.json").exists()
 
 
 @pytest.fixture(scope="module")
@@ -113,9 +146,8 @@ def model_dir(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("embed")
     rng = np.random.default_rng(1)
-    SpecRaGE(n_clusters=2, random_state=0, max_epochs=1).fit([rng.random((60, 3)), rng.random((60, 3))]).save(
-        folder / "model"
-    )
+    tiny = SpecRaGE(n_clusters=2, random_state=0, max_epochs=1, view_hidden=(16,), weighting_hidden=(8,))
+    tiny.fit([rng.random((60, 3)), rng.random((60, 3))]).save(folder / "model")
     partial = rng.random((10, 3))
     partial[2, 0] = np.nan
     np.savez(folder / "partial.npz", view_0=partial, view_1=rng.random((10, 3)))
@@ -137,16 +169,22 @@ EMBED_CASES = {
 
 
 @pytest.mark.parametrize("name", list(EMBED_CASES))
-def test_embed_failures_end_with_one_line_and_exit_2(model_dir, name):
+def test_embed_failures_end_with_one_line_and_exit_2(model_dir, name, monkeypatch):
     args, fragment = EMBED_CASES[name]
-    done = _cli(["embed", *args, "--output", "y.npy"], model_dir)
+    done = _in_process(["embed", *args, "--output", "y.npy"], model_dir, monkeypatch)
     assert_one_line(done, fragment)
     assert not (model_dir / "y.npy").exists()
 
 
-def test_epoch_bounds_must_be_positive(cases):
+def test_the_embed_command_ends_with_one_line_and_exit_2(model_dir):
+    args, fragment = EMBED_CASES["view width"]
+    assert_one_line(_cli(["embed", *args, "--output", "y.npy"], model_dir), fragment)
+    assert not (model_dir / "y.npy").exists()
+
+
+def test_epoch_bounds_must_be_positive(cases, monkeypatch):
     folder, _ = cases
-    done = _cli(["train", "--dataset", "blobs", "--epochs", "0"], folder)
+    done = _in_process(["train", "--dataset", "blobs", "--epochs", "0"], folder, monkeypatch)
     assert done.returncode == 2 and "must be an integer >= 1" in done.stderr and "Traceback" not in done.stderr
 
 

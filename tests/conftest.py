@@ -1,0 +1,31 @@
+"""Test-session settings: JAX's persistent compilation cache.
+
+Compiling the jitted steps is most of the suite's cost on a CPU, and most tests compile the same
+small programs run after run. Every compiled program (however quick to compile, however small)
+is written to ``.pytest_cache/jax`` under the repository (``make clean`` removes it), so a second
+run of the suite loads them instead of compiling. The settings are environment variables, set
+before JAX is imported, so the child processes the tests start (CLI runs, simulated-device and
+multi-process children, the docs pages) share the cache; a variable already set in the
+environment wins.
+
+A fresh clone starts with an empty cache: the first run compiles everything and fills it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+CACHE_DIR = Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax"
+
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(CACHE_DIR))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
+
+if "jax" in sys.modules:  # imported before this file (a plugin): its config has read the environment already
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
