@@ -451,9 +451,16 @@ def test_full_batch_step_equals_train_step_on_the_same_batch(through):
 # --- end to end ----------------------------------------------------------------------------------
 
 
-def test_default_estimator_records_its_choices_and_embeds_unit_rows():
+@pytest.fixture(scope="module")
+def default_fit():
+    """A default estimator (every data-aware rule) fitted for two epochs on a sparse and a dense
+    view, and its views: fitted once for the tests below."""
     views = [sparse_counts(150, 300, seed=9), clustered(150, 3, 10, seed=9)[0]]
-    est = SpecRaGE(n_clusters=3, random_state=0, config_overrides=["train.epochs=2"]).fit(views)
+    return SpecRaGE(n_clusters=3, random_state=0, config_overrides=["train.epochs=2"]).fit(views), views
+
+
+def test_default_estimator_records_its_choices_and_embeds_unit_rows(default_fit):
+    est, views = default_fit
     assert est.config_.unresolved_fields() == []
     assert est.resolved_defaults_["data.preprocess"]["value"] == ["svd_l2", "standard_l2"]
     assert est.config_.data.graph_inputs == "unreduced"
@@ -461,11 +468,10 @@ def test_default_estimator_records_its_choices_and_embeds_unit_rows():
     np.testing.assert_allclose(np.linalg.norm(embedding, axis=1), 1.0, rtol=1e-5)
 
 
-def test_pickled_and_saved_default_estimators_transform_alike(tmp_path):
+def test_pickled_and_saved_default_estimators_transform_alike(default_fit, tmp_path):
     import pickle
 
-    views = [sparse_counts(120, 200, seed=10), clustered(120, 3, 6, seed=10)[0]]
-    est = SpecRaGE(n_clusters=3, random_state=0, config_overrides=["train.epochs=2"]).fit(views)
+    est, views = default_fit
     expected = est.transform(views)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).transform(views), expected)
     est.save(tmp_path / "model")
