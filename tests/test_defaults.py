@@ -480,6 +480,7 @@ def test_pickled_and_saved_default_estimators_transform_alike(default_fit, tmp_p
     assert loaded.resolved_defaults_ == est.resolved_defaults_
 
 
+@pytest.mark.slow  # a default fit of a real dataset: ~60 s; the default_fit checks above run the same rules
 @pytest.mark.skipif(not (DEVSUITE / "WebKB.mat").is_file(), reason="needs ../shared/datasets/devsuite/WebKB.mat")
 def test_defaults_cluster_webkb_above_its_naive_baseline():
     """WebKB (203 web pages, 3 views, classes of 9 to 107): the old fixed defaults put 200 of the
