@@ -31,6 +31,7 @@ from sklearn.base import (
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from specrage_jax.api import fit_pipeline as pipeline
 from specrage_jax.api.params import (
     CONFIG_PREFIX,
     base_config,
@@ -51,7 +52,6 @@ from specrage_jax.evaluation.health import (
     DegenerateEmbeddingWarning,
 )
 from specrage_jax.overrides import config_to_dict
-from specrage_jax.api import fit_pipeline as pipeline
 from specrage_jax.training.checkpoint import save_model
 from specrage_jax.training.checkpoint_files import tree_to_nested
 from specrage_jax.training.loop import validation_loss

@@ -274,8 +274,11 @@ class Clusters:
     inertia: float
 
 
-def cluster(embedding: np.ndarray, n_clusters: int, config: ExperimentConfig, *, seed: int) -> Clusters:
-    """k-means (``eval.kmeans_n_init`` starts, seeded) on ``embedding`` (n, k).
+def cluster(
+    embedding: np.ndarray, n_clusters: int, config: ExperimentConfig, *, seed: int, one_thread: bool = True
+) -> Clusters:
+    """k-means (``eval.kmeans_n_init`` starts, seeded) on ``embedding`` (n, k); ``one_thread``
+    (the estimator) runs it on one OpenMP thread, False (a run's test k-means) on scikit-learn's.
 
     Raises:
       ValueError: n_clusters outside 1..n.
@@ -283,7 +286,9 @@ def cluster(embedding: np.ndarray, n_clusters: int, config: ExperimentConfig, *,
     embedding = np.asarray(embedding)
     if not 1 <= n_clusters <= embedding.shape[0]:
         raise ValueError(f"n_clusters must be in 1..{embedding.shape[0]} (the number of samples), got {n_clusters}")
-    labels, centres, inertia = kmeans_centres_and_labels(embedding, n_clusters, config.eval.kmeans_n_init, seed)
+    labels, centres, inertia = kmeans_centres_and_labels(
+        embedding, n_clusters, config.eval.kmeans_n_init, seed, one_thread=one_thread
+    )
     return Clusters(labels=labels, centres=centres, inertia=inertia)
 
 

@@ -28,13 +28,15 @@ def kmeans_centres(embedding: np.ndarray, n_clusters: int, n_init: int, seed: in
 
 
 def kmeans_centres_and_labels(
-    embedding: np.ndarray, n_clusters: int, n_init: int, seed: int
+    embedding: np.ndarray, n_clusters: int, n_init: int, seed: int, *, one_thread: bool = True
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """(k-means labels (n,), centres (c, k) float32, inertia) of a seeded k-means on an embedding (n, k).
 
-    One OpenMP thread: the input is small, and scikit-learn's spinning OpenMP threads beside
-    XLA's made k-means ~100x slower on a loaded 2-core machine (BUILD_NOTES.md).
+    ``one_thread``: on one OpenMP thread (the estimator's): the input is small, and scikit-learn's
+    spinning OpenMP threads beside XLA's made k-means ~100x slower on a loaded 2-core machine
+    (BUILD_NOTES.md). False: scikit-learn's threads (a run's test k-means; its centres' last bits
+    depend on the thread count).
     """
-    with threadpool_limits(limits=1, user_api="openmp"):
+    with threadpool_limits(limits=1 if one_thread else None, user_api="openmp"):
         kmeans = KMeans(n_clusters=n_clusters, random_state=seed, n_init=n_init).fit(embedding)
     return kmeans.labels_, kmeans.cluster_centers_.astype(np.float32), float(kmeans.inertia_)

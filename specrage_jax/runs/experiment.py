@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 from jax.sharding import Mesh
 
+from specrage_jax.api import fit_pipeline as pipeline
+from specrage_jax.api.fit_pipeline import EVAL_SUBSAMPLE_STREAM, evaluation_rows, select_rows
 from specrage_jax.api.pipeline import save_inference_model
 from specrage_jax.config import ExperimentConfig
 from specrage_jax.data import MultiViewData, load_dataset
@@ -37,8 +39,6 @@ from specrage_jax.evaluation.metrics import accuracy_by_views, cluster_scores, s
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.overrides import config_to_dict
-from specrage_jax.api import fit_pipeline as pipeline
-from specrage_jax.api.fit_pipeline import EVAL_SUBSAMPLE_STREAM, evaluation_rows, select_rows
 from specrage_jax.runs.prepare import (
     PreparedSplits,
     PretrainResult,
@@ -134,7 +134,8 @@ def evaluate_state(
     rows = slice(None) if kmeans_rows is None else kmeans_rows
     kmeans_labels = splits.test_labels[rows]
     n_clusters = int(max(splits.train_labels.max(), splits.test_labels.max()) + 1)
-    clusters = pipeline.cluster(y_test[rows], n_clusters, config, seed=seed)
+    # scikit-learn's threads, as a run's k-means has always run (its centres' last bits depend on them)
+    clusters = pipeline.cluster(y_test[rows], n_clusters, config, seed=seed, one_thread=False)
     predicted, centres = clusters.labels, clusters.centres
     health = pipeline.health(test.raw[rows], predicted, n_clusters, config)
     metrics = {

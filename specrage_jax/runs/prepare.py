@@ -11,6 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from specrage_jax.api.fit_pipeline import (
+    Pretrained,
+    Scaled,
+    preprocess,
+    resolve_settings,
+)
+from specrage_jax.api.fit_pipeline import pretrain as pipeline_pretrain
 from specrage_jax.config import ExperimentConfig, preset
 from specrage_jax.data import (
     MultiViewData,
@@ -21,13 +28,6 @@ from specrage_jax.data import (
 from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.overrides import apply_overrides
-from specrage_jax.api.fit_pipeline import (
-    Pretrained,
-    Scaled,
-    preprocess,
-    resolve_settings,
-)
-from specrage_jax.api.fit_pipeline import pretrain as pipeline_pretrain
 from specrage_jax.training.pretrained import PretrainedNets
 from specrage_jax.training.stages import encode_views
 
