@@ -44,7 +44,11 @@ def with_missing_views(views: list[np.ndarray], seed: int) -> list[np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("through", [True, False])
+# the constant-R^-1 variants compile a second pair of programs (~30 s each): slow stage
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("through", [True, pytest.param(False, marks=SLOW)])
 @pytest.mark.parametrize("missing", [False, True])
 def test_fit_on_device_follows_the_host_loop(through: bool, missing: bool) -> None:
     train, val = clustered_views(300, 0), clustered_views(60, 1)
