@@ -51,6 +51,7 @@ def test_digits_matches_the_exact_spectral_embedding():
     assert ours >= exact - 0.02, f"SpecRaGE test ACC {ours:.3f} vs exact spectral embedding {exact:.3f}"
 
 
+@pytest.mark.slow  # a blobs run and its figure: 140 s at load 7; the docs pages run specrage train by default
 def test_cli_train_writes_metrics_and_figure(tmp_path, capsys):
     out = tmp_path / "run"
     code = main(
