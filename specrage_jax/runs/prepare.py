@@ -26,10 +26,8 @@ from specrage_jax.data import (
     split_indices,
 )
 from specrage_jax.data.lazy import StreamedViews
-from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.overrides import apply_overrides
 from specrage_jax.training.pretrained import PretrainedNets
-from specrage_jax.training.stages import encode_views
 
 
 @dataclass(frozen=True)
@@ -174,19 +172,13 @@ def pretrain_result(splits: PreparedSplits, result: Pretrained) -> PretrainResul
     return PretrainResult(splits=splits, codes=codes, nets=result.nets, timings=result.timings)
 
 
-def encode_splits(nets: Sequence[TrainedNet], splits: PreparedSplits) -> SplitCodes:
-    """Every split through the per-view nets."""
-    return SplitCodes(
-        train=encode_views(nets, splits.train), val=encode_views(nets, splits.val), test=encode_views(nets, splits.test)
-    )
-
-
 def run_pretraining(
     splits: PreparedSplits, config: ExperimentConfig, *, seed: int, restored: PretrainedNets | None = None
 ) -> PretrainResult:
-    """The optional pre-training stages (:func:`training.pretrained.pretrain_nets`: autoencoders,
-    then Siamese nets on the autoencoded views) and every split through them. A stage whose nets
-    are in ``restored`` (a resumed run) is not retrained."""
+    """The pipeline's pre-training stage (:func:`api.fit_pipeline.pretrain`: autoencoders, then
+    Siamese nets on the autoencoded views) and every split through them; the codes are the
+    Siamese codes only (None when disabled). A stage whose nets are in ``restored`` (a resumed
+    run) is not retrained."""
     result = pipeline_pretrain(scaled_splits(splits, unreduced=False), config, seed=seed, restored=restored)
     return pretrain_result(splits, result)
 
