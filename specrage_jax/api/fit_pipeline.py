@@ -16,12 +16,11 @@ Inference on new rows is :mod:`specrage_jax.api.pipeline`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
-from jax.sharding import Mesh
 
 from specrage_jax.config import AUTO_COMPONENTS, ExperimentConfig
 from specrage_jax.data.lazy import is_streamed
@@ -36,7 +35,6 @@ from specrage_jax.evaluation.clusters import kmeans_centres_and_labels
 from specrage_jax.evaluation.health import HealthReport, embedding_problems
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState
-from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.defaults import (
     FULL_BATCH_MAX,
     GROWN_BATCH_MAX,
@@ -45,7 +43,6 @@ from specrage_jax.training.defaults import (
     resolve_defaults,
 )
 from specrage_jax.training.initial_state import train_model
-from specrage_jax.training.loop import History
 from specrage_jax.training.pretrained import PretrainedNets, pretrain_nets
 from specrage_jax.training.stages import encode_views
 from specrage_jax.validation import check_training_sizes, check_view_coverage, missing_rows
@@ -216,33 +213,9 @@ def pretrain(
 # --- train --------------------------------------------------------------------------------------
 
 
-def train(
-    train_inputs: Sequence[Any],
-    val_inputs: Sequence[Any],
-    config: ExperimentConfig,
-    *,
-    seed: int,
-    train_codes: Sequence[Any] | None = None,
-    val_codes: Sequence[Any] | None = None,
-    checkpointer: TrainingCheckpointer | None = None,
-    resume: bool = False,
-    mesh: Mesh | None = None,
-    on_epoch_end: Callable[[SpecRaGEState, Any], None] | None = None,
-) -> tuple[SpecRaGEState, History]:
-    """:func:`training.initial_state.train_model`: SpecRaGE trained on the training inputs,
-    its schedule driven by the validation inputs, affinities from the codes when given."""
-    return train_model(
-        train_inputs,
-        val_inputs,
-        config,
-        seed=seed,
-        train_codes=train_codes,
-        val_codes=val_codes,
-        checkpointer=checkpointer,
-        resume=resume,
-        mesh=mesh,
-        on_epoch_end=on_epoch_end,
-    )
+# SpecRaGE trained on the training inputs, its schedule driven by the validation inputs,
+# affinities from the codes when given: the training stage is the training layer's own function.
+train = train_model
 
 
 # --- embed, cluster, health ---------------------------------------------------------------------
