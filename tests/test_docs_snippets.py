@@ -237,7 +237,7 @@ def run_pages(out: Path, pages: list[str]) -> None:
 
 @pytest.fixture(scope="module")
 def page_results(request, tmp_path_factory) -> dict[str, dict]:
-    """The child process's results for every page this session runs."""
+    """The child process's results for every page this test run executes."""
     pages = [
         item.callspec.params["page"]
         for item in request.session.items

@@ -184,7 +184,7 @@ def test_view_splitter_splits_by_columns():
 
 @pytest.mark.slow  # a grid search of fits: ~13 s; the default suite is at its time budget
 def test_grid_search_selects_parameters_on_digits():
-    """The issue's must-show: Pipeline(ViewSplitter, SpecRaGE, SVC) under GridSearchCV on the
+    """Pipeline(ViewSplitter, SpecRaGE, SVC) under GridSearchCV on the
     two-view digits, test accuracy well above chance (0.1)."""
     data = load_dataset("digits", seed=0)
     x, y = np.hstack(data.views), data.labels
