@@ -463,7 +463,7 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
             "train": {"epochs": 60, "batch_size": 512},
             "data": {"preprocess": "minmax"},
         },
-        # specrage train --dataset handwritten --data-dir ../shared/datasets
+        # specrage train --dataset handwritten --data-dir DATA
         #   -> see experiments/results/tables.md (10 seeds). Chosen on the validation split; the
         # view nets' widths from the data rule (512-512-256 at 1,440 training rows) halve the time
         # at equal accuracy (10 seeds: VAL 0.927 vs 0.931 at 1024-1024-512, TEST 0.934 vs 0.933).
@@ -502,7 +502,7 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
             "train": {"epochs": 60, "batch_size": 1024, "steps_per_epoch": 5},
             "data": {"preprocess": "standard_l2"},
         },
-        # PYTHONPATH=. python experiments/reproduce_tables.py --datasets noisymnist --data-dir ../shared/datasets
+        # PYTHONPATH=. python experiments/reproduce_tables.py --datasets noisymnist --data-dir DATA
         #   -> test k-means ACC 0.9877 +- 0.0009 over 10 seeds, SVM 0.991 (target 0.99).
         # Not the paper's row (l 30, AE + Siamese): the exact SE of the summed raw-pixel 10-NN graph
         # already reaches 0.99 on NoisyMNIST, while a single view's reaches ~0.6 — so what matters is
