@@ -1,23 +1,29 @@
 """The estimator's parameters: every configuration field as a nested scikit-learn parameter
 (``config__<section>__<field>``) that set_params, clone and GridSearchCV handle, the ``config``
-parameter as the base the named parameters refine, and the n_clusters default."""
+parameter as the base the named parameters refine, the n_clusters default, and the ``optimizer``
+parameter (an optax transformation) through fit, clone, save and pickle."""
 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import numpy as np
+import optax
 import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from specrage_jax import ExperimentConfig, SpecRaGE, preset
 from specrage_jax.data import make_blobs_views
+from specrage_jax.nets.state import adam_optimizer
 
 # small and fast: 4 clusters of 2-D blobs, one short epoch, tiny networks, fixed k
 FAST = dict(
     n_clusters=4, n_components=4, batch_size=64, max_epochs=1, view_hidden=(16,), weighting_hidden=(8,), random_state=0
 )
+
+ADAMW = optax.adamw(1e-3, weight_decay=0.5)  # one instance: fits with it share compiled steps
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +117,37 @@ def test_n_clusters_left_out_warns_and_fits_eight(blobs, tmp_path):
     loaded = SpecRaGE.load(est.save(tmp_path / "model"))
     assert loaded.get_params() == est.get_params() and loaded.n_clusters_ == 8
     np.testing.assert_array_equal(loaded.predict(blobs), est.predict(blobs))
+
+
+def test_an_optimizer_parameter_sets_the_rate_and_clones():
+    chained = optax.chain(optax.clip_by_global_norm(1.0), optax.inject_hyperparams(optax.adam)(learning_rate=2e-3))
+    assert SpecRaGE(optimizer=chained).experiment_config().train.learning_rate == 2e-3  # its injected rate
+    assert SpecRaGE(optimizer=ADAMW).experiment_config() == SpecRaGE().experiment_config()  # keeps its rate
+    est = SpecRaGE(n_clusters=3, optimizer=ADAMW)
+    copy = clone(est)
+    assert copy.optimizer == ADAMW and copy.get_params() == est.get_params()
+    assert SpecRaGE().get_params()["optimizer"] is None
+    with pytest.raises(ValueError, match="learning_rate .* or optimizer .* not both"):
+        SpecRaGE(optimizer=ADAMW, learning_rate=1e-2).experiment_config()
+    with pytest.raises(ValueError, match="optimizer must be None .* or an optax.GradientTransformation"):
+        SpecRaGE(optimizer="adamw").experiment_config()
+
+
+def test_an_estimator_fits_with_its_optimizer_reproducibly_and_keeps_it_through_clone(blobs, tmp_path):
+    est = SpecRaGE(**FAST, optimizer=ADAMW).fit(blobs)
+    embedding = est.transform(blobs)
+    assert est.state_.tx is ADAMW
+    assert all(np.isnan(r.learning_rate) for r in est.history_.epochs)  # its own rate: no plateau schedule
+    default = SpecRaGE(**FAST).fit(blobs)
+    assert default.state_.tx is adam_optimizer()
+    assert np.abs(embedding - default.transform(blobs)).max() > 1e-4
+    again = clone(est).fit(blobs)  # fitted a second time, from the clone's copy of the optimizer
+    assert again.optimizer == ADAMW
+    np.testing.assert_array_equal(again.transform(blobs), embedding)
+    # a saved or pickled estimator is for inference: its optimizer is the default Adam, the embedding bitwise kept
+    loaded = SpecRaGE.load(est.save(tmp_path / "model"))
+    assert loaded.optimizer is None and loaded.state_.tx is adam_optimizer()
+    np.testing.assert_array_equal(loaded.transform(blobs), embedding)
+    unpickled = pickle.loads(pickle.dumps(est.set_params(optimizer=None)))  # optax's closures do not pickle
+    assert unpickled.state_.tx is adam_optimizer()
+    np.testing.assert_array_equal(unpickled.transform(blobs), embedding)

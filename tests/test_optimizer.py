@@ -1,6 +1,7 @@
 """The optimizer belongs to the state: ``create_state(tx=...)`` takes any optax transformation, the
-jitted steps and the training loop apply it, checkpoints resume it; the learning rate has one
-source; settings left to the data are refused where no data resolves them."""
+jitted steps and the training loop apply it, checkpoints resume it, ``load_model(tx=...)`` gives
+it to a loaded model; the learning rate has one source; settings left to the data are refused
+where no data resolves them."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pytest
 
 import specrage_jax
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
-from specrage_jax.nets.state import SpecRaGEState, create_state
-from specrage_jax.training.checkpoint import TrainingCheckpointer
+from specrage_jax.nets.state import SpecRaGEState, adam_optimizer, create_state
+from specrage_jax.training.checkpoint import TrainingCheckpointer, load_model, save_model
+from specrage_jax.training.checkpoint_files import CheckpointError
 from specrage_jax.training.loop import train_loop
 from specrage_jax.training.steps import Batch, grad_step, loss_and_grads, ortho_step
 
@@ -135,6 +137,27 @@ def test_a_run_with_a_custom_optimizer_resumes_to_the_uninterrupted_result(tmp_p
     for got, want in zip(leaves((resumed.params, resumed.opt_state)), leaves((full.params, full.opt_state))):
         np.testing.assert_array_equal(got, want)
     assert [r.train_loss for r in history.epochs] == [r.train_loss for r in history_full.epochs]
+
+
+def test_a_loaded_model_takes_the_optimizer_it_is_given(tmp_path):
+    trained = two_steps(state_with(tx=ADAMW))
+    save_model(tmp_path / "net", trained, model_config=MODEL)
+    save_model(tmp_path / "net+opt", trained, model_config=MODEL, include_optimizer=True)
+    # by default a fresh Adam, not the optimizer it trained with (the optimizer is not stored)
+    plain = load_model(tmp_path / "net").state
+    assert plain.tx is adam_optimizer() and plain.learning_rate == pytest.approx(1e-3)
+    for got, want in zip(leaves(plain.params), leaves(trained.params)):
+        np.testing.assert_array_equal(got, want)
+    fresh = load_model(tmp_path / "net", tx=ADAMW).state
+    assert fresh.tx is ADAMW and fresh.learning_rate is None
+    for got, want in zip(leaves(fresh.opt_state), leaves(ADAMW.init(trained.params))):
+        np.testing.assert_array_equal(got, want)
+    assert load_model(tmp_path / "net", tx=CLIPPED_ADAM).state.learning_rate == pytest.approx(2e-3)  # its own rate
+    resumed = load_model(tmp_path / "net+opt", tx=ADAMW).state  # the saved optimizer state, into tx's structure
+    for got, want in zip(leaves(resumed.opt_state), leaves(trained.opt_state)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(CheckpointError, match="do not match the model"):
+        load_model(tmp_path / "net+opt")  # AdamW's state does not fit the default Adam's
 
 
 @pytest.mark.parametrize(

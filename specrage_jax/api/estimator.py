@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
+import optax
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -51,6 +52,7 @@ from specrage_jax.evaluation.clusters import nearest_centre
 from specrage_jax.evaluation.health import (
     DegenerateEmbeddingWarning,
 )
+from specrage_jax.nets.state import adam_optimizer
 from specrage_jax.overrides import config_to_dict
 from specrage_jax.training.checkpoint import save_model
 from specrage_jax.training.checkpoint_files import tree_to_nested
@@ -97,6 +99,13 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
       batch_size: mini-batch size m (capped at the number of training rows); by default the whole
         training set up to 4096 rows.
       learning_rate: initial Adam learning rate (train.learning_rate; the plateau schedule lowers it).
+      optimizer: an optax GradientTransformation to train with instead of Adam (None: Adam at
+        ``learning_rate``); not together with ``learning_rate``. One built with
+        ``optax.inject_hyperparams`` holds its rate where the plateau schedule lowers it (and
+        ``train.learning_rate`` records it); any other (``optax.adamw(1e-3)``) trains at its own
+        rate for ``max_epochs``. ``clone`` copies it (equal, sharing compiled steps); ``save``
+        leaves it out (a loaded estimator has None), and the standard pickle cannot store optax's
+        closures (cloudpickle, as joblib's workers use, can).
       max_epochs: maximum number of epochs (train.epochs); by default a budget of gradient steps.
       validation_fraction: fraction of X held out (seeded, random) for the plateau schedule
         (data.val_fraction, default 0.1); a split too small for the kNN graph (e.g. 0) lets the
@@ -154,6 +163,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         weighting_hidden: tuple[int, ...] | None = None,
         batch_size: int | None = None,
         learning_rate: float | None = None,
+        optimizer: optax.GradientTransformation | None = None,
         max_epochs: int | None = None,
         validation_fraction: float | None = None,
         preprocess: str | None = None,
@@ -175,6 +185,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         self.weighting_hidden = weighting_hidden
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.optimizer = optimizer
         self.max_epochs = max_epochs
         self.validation_fraction = validation_fraction
         self.preprocess = preprocess
@@ -294,6 +305,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             seed=seed,
             train_codes=None if codes is None else codes[0],
             val_codes=None if codes is None else codes[1],
+            tx=self.optimizer,
         )
         rows = pipeline.embed_rows(state, pretrained.rest, config)
         embedding = rows.embedding  # what transform() returns
@@ -428,9 +440,13 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         """Writes the fitted estimator to the directory ``path`` (checkpoint.save_model): the
         network, R^-1 and sigmas, its parameters and ExperimentConfig, the scalers' offsets and
         scales, the k-means centres and training labels, and the pre-training encoders.
-        :meth:`load` restores it; ``transform`` then gives bitwise the same output."""
+        :meth:`load` restores it; ``transform`` then gives bitwise the same output. Neither the
+        ``optimizer`` parameter nor the optimizer's state is written: a saved model is for
+        inference, and the loaded estimator has ``optimizer=None`` (set it again before a new
+        ``fit``)."""
         check_is_fitted(self)
         params = {key: _json_value(value) for key, value in self.get_params(deep=False).items()}
+        params["optimizer"] = None  # an optax transformation is code, not JSON: loaded, it is None
         if isinstance(self.config, ExperimentConfig):
             params["config"] = config_to_dict(self.config)
         if not isinstance(self.random_state, (numbers.Integral, type(None))):
@@ -469,7 +485,9 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         (``checkpoint.save_model``; its inputs are embedded as given).
 
         A run's model embeds exactly as ``specrage embed`` does (both through
-        :func:`pipeline.embed_views`); ``predict`` uses the run's k-means centres.
+        :func:`pipeline.embed_views`); ``predict`` uses the run's k-means centres. The loaded
+        estimator is for inference: its ``optimizer`` is None and ``state_`` holds a fresh default
+        Adam (at the learning rate the state was saved with), whatever optimizer trained it.
 
         Raises:
           CheckpointError (a ValueError): naming the directory and the problem (missing,
@@ -483,7 +501,10 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(super().__getstate__())  # object.__getstate__ returns __dict__ itself
         if "state_" in state:
-            state["state_"] = _tree_arrays(state["state_"])
+            fitted = state["state_"]
+            if fitted.tx is not adam_optimizer():  # unpickled, the state holds a fresh default Adam, as loaded
+                fitted = fitted.replace(opt_state=adam_optimizer().init(fitted.params))
+            state["state_"] = _tree_arrays(fitted)
             nets = self._pretrained()
             trees = {
                 stage: {view: tree_to_nested(params) for view, params in found.items()}

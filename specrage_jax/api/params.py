@@ -14,8 +14,10 @@ import numbers
 from typing import Any
 
 import numpy as np
+import optax
 
 from specrage_jax.config import ExperimentConfig
+from specrage_jax.nets.state import optimizer_learning_rate
 from specrage_jax.overrides import _field_types, apply_overrides
 
 N_CLUSTERS_DEFAULT = 8  # what n_clusters=None uses (scikit-learn's KMeans default), with a warning at fit
@@ -96,10 +98,13 @@ def config_from_params(params: dict[str, Any]) -> ExperimentConfig:
     """The ExperimentConfig that ``SpecRaGE(**params)`` trains with (what
     ``SpecRaGE.experiment_config`` returns): ``config`` (None: the data-aware defaults), the named
     parameters other than None on top, ``config_overrides`` last; ``model.n_components`` 0 becomes
-    the number of clusters.
+    the number of clusters. An ``optimizer`` that holds an injected learning rate sets
+    ``train.learning_rate`` to it (the optimizer is the rate's one source; the plateau schedule
+    starts there).
 
     Raises:
-      ValueError: naming the parameter or config field that is out of range.
+      ValueError: naming the parameter or config field that is out of range; an ``optimizer``
+        that is not an optax GradientTransformation, or given with ``learning_rate``.
     """
     n_clusters = n_clusters_of(params["n_clusters"])
     if isinstance(params["config_overrides"], str):
@@ -116,7 +121,32 @@ def config_from_params(params: dict[str, Any]) -> ExperimentConfig:
         raise ValueError(f"validation_fraction must be in [0, 1) (data.val_fraction), got {config.data.val_fraction!r}")
     if config.model.n_components == 0:
         config = dataclasses.replace(config, model=dataclasses.replace(config.model, n_components=n_clusters))
+    rate = optimizer_rate(params.get("optimizer"), params.get("learning_rate"))
+    if rate is not None:
+        config = dataclasses.replace(config, train=dataclasses.replace(config.train, learning_rate=rate))
     return config
+
+
+def optimizer_rate(optimizer: Any, learning_rate: Any) -> float | None:
+    """The injected learning rate of the estimator's ``optimizer`` (None: no optimizer, or one
+    that keeps its rate to itself).
+
+    Raises:
+      ValueError: ``optimizer`` is neither None nor an optax GradientTransformation; both
+        ``optimizer`` and ``learning_rate`` are given (the rate belongs inside the optimizer).
+    """
+    if optimizer is None:
+        return None
+    if not isinstance(optimizer, optax.GradientTransformation):
+        raise ValueError(
+            f"optimizer must be None (Adam at learning_rate) or an optax.GradientTransformation, got {optimizer!r}"
+        )
+    if learning_rate is not None:
+        raise ValueError(
+            "SpecRaGE takes learning_rate (for the default Adam) or optimizer (holding its own rate), not both: "
+            "build the optimizer with the rate, e.g. optax.adamw(learning_rate=...)"
+        )
+    return optimizer_learning_rate(optimizer)
 
 
 def nested_config_params(config: ExperimentConfig) -> dict[str, Any]:

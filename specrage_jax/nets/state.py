@@ -104,6 +104,18 @@ def injected_learning_rate(opt_state: optax.OptState) -> jax.Array | None:
         ) from None
 
 
+def optimizer_learning_rate(tx: optax.GradientTransformation) -> float | None:
+    """The learning rate an optimizer starts at where it holds it as an injected hyperparameter
+    (read from a fresh state of ``tx``, as float32 holds it, in its shortest decimal form); None
+    for an optimizer that keeps its rate to itself.
+
+    Raises:
+      ValueError: ``tx`` holds several injected learning rates.
+    """
+    rate = injected_learning_rate(tx.init({}))
+    return None if rate is None else float(str(np.float32(rate)))
+
+
 @functools.cache
 def adam_optimizer() -> optax.GradientTransformation:
     """The default optimizer: Adam with the learning rate held in its state

@@ -34,6 +34,7 @@ from typing import Any
 import chex
 import jax
 import numpy as np
+import optax
 import orbax.checkpoint as ocp
 
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
@@ -120,24 +121,28 @@ def abstract_state(
     graph: GraphConfig,
     ortho: OrthoConfig,
     learning_rate: float | None = None,
+    tx: optax.GradientTransformation | None = None,
 ) -> SpecRaGEState:
-    """The structure of ``create_state``'s result (the default Adam) with jax.ShapeDtypeStruct
-    leaves (traced, not run: no initialization cost)."""
+    """The structure of ``create_state``'s result (with ``tx``, by default Adam) with
+    jax.ShapeDtypeStruct leaves (traced, not run: no initialization cost)."""
     scales = np.ones(len(view_dims), np.float32)
     return jax.eval_shape(
         lambda: create_state(
-            list(view_dims), model, graph, ortho, learning_rate=learning_rate, seed=0, view_scales=scales
+            list(view_dims), model, graph, ortho, learning_rate=learning_rate, tx=tx, seed=0, view_scales=scales
         )
     )
 
 
-def template_from_record(record: Mapping[str, Any], *, where: Path) -> SpecRaGEState:
-    """The recorded state's structure (abstract leaves; :func:`state_from_trees` fills them)."""
+def template_from_record(
+    record: Mapping[str, Any], *, where: Path, tx: optax.GradientTransformation | None = None
+) -> SpecRaGEState:
+    """The recorded state's structure with the optimizer ``tx`` (None: the default Adam), abstract
+    leaves that :func:`state_from_trees` fills."""
     try:
         model = section_from_dict(ModelConfig, record["model_config"], section="model")
         graph = section_from_dict(GraphConfig, record["graph_config"], section="graph")
         ortho = section_from_dict(OrthoConfig, record["ortho_config"], section="ortho")
-        return abstract_state([int(d) for d in record["view_dims"]], model, graph, ortho)
+        return abstract_state([int(d) for d in record["view_dims"]], model, graph, ortho, tx=tx)
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{where}: the recorded model configuration cannot be rebuilt ({err})") from None
 
@@ -192,9 +197,11 @@ def save_model(
 ) -> Path:
     """Writes an inference checkpoint of ``state`` to ``directory`` (atomically; see the module
     docstring for the layout): parameters, R^-1 (k, k), view_scales (V,), the step, optionally the
-    Adam state; the library and format versions, view dims and the Model/Graph/Ortho configs; the
-    caller's JSON-able ``metadata``; ``extra_trees`` (name -> pytree of arrays, e.g. scaler
-    offsets, k-means centres, encoder parameters). Returns the directory.
+    optimizer's state (``include_optimizer``; the optimizer itself is code, not stored:
+    :func:`load_model` takes it as ``tx``); the library and format versions, view dims and the
+    Model/Graph/Ortho configs; the caller's JSON-able ``metadata``; ``extra_trees`` (name ->
+    pytree of arrays, e.g. scaler offsets, k-means centres, encoder parameters). Returns the
+    directory.
 
     Raises:
       FileExistsError: ``directory`` exists and ``overwrite`` is False.
@@ -218,15 +225,23 @@ def save_model(
     return save_trees(directory, trees, record, overwrite=overwrite)
 
 
-def load_model(directory: str | Path, *, extra_templates: Mapping[str, Any] | None = None) -> LoadedModel:
+def load_model(
+    directory: str | Path,
+    *,
+    extra_templates: Mapping[str, Any] | None = None,
+    tx: optax.GradientTransformation | None = None,
+) -> LoadedModel:
     """The network state saved by :func:`save_model` in ``directory`` (low level: the jitted steps
     and ``embed`` take it). To embed raw samples with what was fitted around the network (the
     per-view scaling, the autoencoders), open the directory with ``SpecRaGE.load``; this warns
     (:class:`CheckpointWarning`) when the directory holds such a pipeline.
 
-    See :func:`read_model` for the rest.
+    A model does not store its optimizer (an optax transformation is code): the state comes back
+    with ``tx``, the optimizer to continue training with, or by default Adam at the learning rate
+    the state held when saved (fresh unless saved with ``include_optimizer``). See
+    :func:`read_model` for the rest.
     """
-    loaded = read_model(directory, extra_templates=extra_templates)
+    loaded = read_model(directory, extra_templates=extra_templates, tx=tx)
     if "pipeline_format_version" in loaded.metadata or "estimator" in loaded.metadata:
         warnings.warn(
             f"{directory} holds a fitted pipeline (per-view scaling, encoders) around the network; "
@@ -238,17 +253,29 @@ def load_model(directory: str | Path, *, extra_templates: Mapping[str, Any] | No
     return loaded
 
 
-def read_model(directory: str | Path, *, extra_templates: Mapping[str, Any] | None = None) -> LoadedModel:
+def read_model(
+    directory: str | Path,
+    *,
+    extra_templates: Mapping[str, Any] | None = None,
+    tx: optax.GradientTransformation | None = None,
+) -> LoadedModel:
     """The model saved by :func:`save_model` in ``directory``, with its metadata and extra trees.
 
     The network structure is rebuilt from the recorded configurations (``steps.create_state``)
     and the arrays restored into it. ``extra_templates`` (name -> pytree) restores those extra
     trees into the template's structure; others come back as nested dicts of NumPy arrays.
 
+    The optimizer is not stored: the state's is ``tx`` (any optax transformation; its own learning
+    rate kept), or by default Adam at the learning rate the state held when saved. Without a saved
+    optimizer state (``save_model``'s default) that optimizer starts fresh; a state saved with
+    ``include_optimizer=True`` is restored into ``tx``'s structure, so pass the optimizer it was
+    saved with. To resume training exactly, use a training checkpoint (:class:`TrainingCheckpointer`).
+
     Raises:
       CheckpointError (a ValueError): naming the directory and the problem: no such directory,
         not a specrage_jax model, newer format or other major version, truncated or corrupted
-        files, arrays that do not fit the recorded configuration.
+        files, arrays that do not fit the recorded configuration (or a saved optimizer state
+        that does not fit ``tx``'s).
     """
     path = Path(directory).absolute()
     record = read_record(path)
@@ -257,10 +284,11 @@ def read_model(directory: str | Path, *, extra_templates: Mapping[str, Any] | No
     if ARRAYS_ITEM not in items:
         raise CheckpointError(f"checkpoint {path} is incomplete: no model arrays")
     state = state_from_trees(
-        template_from_record(record, where=path),
+        template_from_record(record, where=path, tx=tx),
         items[ARRAYS_ITEM],
         where=path,
-        learning_rate=record.get("learning_rate"),  # None: the optimizer kept its rate to itself
+        # the default Adam takes the saved rate (None: the optimizer kept its rate to itself); tx keeps its own
+        learning_rate=record.get("learning_rate") if tx is None else None,
     )
     extra = items.get(EXTRA_ITEM, {})
     for name, template in (extra_templates or {}).items():

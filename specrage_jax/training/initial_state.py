@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import optax
 from jax.sharding import Mesh
 
 from specrage_jax.config import ExperimentConfig
@@ -52,17 +53,24 @@ def view_scales(affinity_inputs: Sequence[Any], config: ExperimentConfig, *, see
 
 
 def initial_state(
-    train_views: Sequence[Any], config: ExperimentConfig, *, seed: int, train_codes: Sequence[Any] | None = None
+    train_views: Sequence[Any],
+    config: ExperimentConfig,
+    *,
+    seed: int,
+    train_codes: Sequence[Any] | None = None,
+    tx: optax.GradientTransformation | None = None,
 ) -> SpecRaGEState:
     """A fresh state for views of the training rows' widths, with the global scales measured on
-    the affinity inputs (the Siamese codes or unreduced rows when given, else the views)."""
+    the affinity inputs (the Siamese codes or unreduced rows when given, else the views). The
+    optimizer is ``tx``, or by default Adam at ``train.learning_rate``."""
     scales = view_scales(train_codes or train_views, config, seed=seed)
     return create_state(
         [v.shape[1] for v in train_views],
         config.model,
         config.graph,
         config.ortho,
-        learning_rate=config.train.learning_rate,
+        learning_rate=config.train.learning_rate if tx is None else None,
+        tx=tx,
         seed=seed,
         view_scales=scales,
     )
@@ -80,16 +88,19 @@ def train_model(
     resume: bool = False,
     mesh: Mesh | None = None,
     on_epoch_end: Callable[[SpecRaGEState, Any], None] | None = None,
+    tx: optax.GradientTransformation | None = None,
 ) -> tuple[SpecRaGEState, History]:
     """Trains SpecRaGE on the training rows (views (n, d_v), affinity inputs (n, c_v) or None),
     validating on the validation rows (none, or too few for the kNN graph: the training loss
     drives the schedule).
 
     ``checkpointer`` saves training checkpoints; with ``resume`` training continues from its
-    newest readable one (from scratch, with a warning, when there is none).
+    newest readable one (from scratch, with a warning, when there is none). ``tx``: the optax
+    optimizer (None: Adam at ``train.learning_rate``); where it holds an injected learning rate,
+    ``train.learning_rate`` must equal it (:func:`~specrage_jax.training.loop.train_loop`).
     """
     check_view_coverage(train_views, config.graph.n_neighbors)  # views missing for many samples
-    state = initial_state(train_views, config, seed=seed, train_codes=train_codes)
+    state = initial_state(train_views, config, seed=seed, train_codes=train_codes, tx=tx)
     progress = None
     if resume:
         if checkpointer is None:
