@@ -119,6 +119,12 @@ class GraphConfig:
     bandwidth_factor: float = _f(2.0, "kernel exp(-d^2/(factor*sigma^2)): 2 as the paper, 1 as the code")
     include_self: bool = _f(False, "count the point itself among its l neighbours (the published code)")
     symmetrize: str = _f("mean", "mean: (W+W^T)/2 | max: union of kNN graphs | none: directed")
+    distinct_neighbors: bool = _f(
+        True,
+        "a non-empty row's exact copies (zero distance) take none of its l neighbour slots; "
+        "false: copies count as neighbours, and a group of more than l copies (identical "
+        "documents) is a component of its own (not in the paper)",
+    )
     weights_in_affinity: bool = _f(
         True,
         "multiply W^(v)_ij by alpha_i alpha_j (Eq. 4); false: alpha enters "

@@ -294,7 +294,7 @@ def test_the_batch_doubles_until_its_graph_splits_as_cleanly_as_complete_samples
     views = with_missing_views([x, x * 2.0], 0.5, seed=10)
     complete = np.stack([~np.isnan(v).any(axis=1) for v in views], axis=1).all(axis=1)
 
-    def gap(views, rows, l, n_clusters):  # complete rows: 1.5; a batch with missing views: m / 200
+    def gap(views, rows, l, n_clusters, distinct=True):  # complete rows: 1.5; a batch with missing views: m / 200
         return 1.5 if complete[rows].all() else len(rows) / 200
 
     monkeypatch.setattr(data_rules, "batch_eigengap", gap)

@@ -5,6 +5,12 @@
 
 with c = 2 in the paper (c = 1 in the published code). Pure jax.numpy; jit-able with
 ``n_neighbors`` and the option strings static.
+
+Copies (``distinct``): rows at zero distance from a non-empty row (identical documents, repeated
+records) do not take its neighbour slots. Otherwise a group of more than l copies is its own
+component of the kNN graph, and groups of fewer take most of their members' edges: the bottom
+eigenvectors then pick out copy groups instead of clusters. All-zero rows (empty documents in a
+unit-row view) keep each other as neighbours.
 """
 
 from __future__ import annotations
@@ -26,6 +32,27 @@ def pairwise_sq_distances(x: jax.Array) -> jax.Array:
     d2 = sq_norms[:, None] + sq_norms[None, :] - 2.0 * (x @ x.T)
     d2 = jnp.maximum(d2, 0.0)
     return d2 * (1.0 - jnp.eye(x.shape[0], dtype=d2.dtype))
+
+
+COPY_TOLERANCE = 1e-5  # rows closer than this times the mean squared distance count as copies
+
+
+def copy_pairs(x: jax.Array, d2: jax.Array) -> jax.Array:
+    """(m, m) bool: i != j, row i not all zero, and d2_ij at most COPY_TOLERANCE times the mean
+    finite off-diagonal squared distance (exact copies, up to float32 rounding).
+    x: (m, d) the rows d2 (m, m) was computed from."""
+    chex.assert_rank([x, d2], [2, 2])
+    m = x.shape[0]
+    off_diagonal = ~jnp.eye(m, dtype=bool)
+    finite = off_diagonal & jnp.isfinite(d2)
+    mean_d2 = jnp.sum(jnp.where(finite, d2, 0.0)) / jnp.maximum(jnp.sum(finite), 1)
+    non_empty = jnp.any(x != 0, axis=1)
+    return finite & (d2 <= COPY_TOLERANCE * mean_d2) & non_empty[:, None]
+
+
+def without_copies(x: jax.Array, d2: jax.Array) -> jax.Array:
+    """d2 (m, m) with every pair of :func:`copy_pairs` at +inf, so that no copy is a neighbour."""
+    return jnp.where(copy_pairs(x, d2), jnp.inf, d2)
 
 
 def nearest_neighbors(d2: jax.Array, n_neighbors: int, *, include_self: bool = False) -> tuple[jax.Array, jax.Array]:
@@ -51,13 +78,14 @@ def nearest_neighbors(d2: jax.Array, n_neighbors: int, *, include_self: bool = F
 def median_neighbor_scale(knn_sq_dists: jax.Array, scale_neighbor: int) -> jax.Array:
     """sigma: median over rows of the distance to the ``scale_neighbor``-th neighbour (1-based).
 
-    Zero distances (exact duplicates) are ignored; if every one is zero, sigma = 1, which
-    is harmless: then all those neighbours have distance 0 and affinity 1 for any sigma.
+    Zero distances (exact duplicates) and infinite ones (no such neighbour) are ignored; if none
+    is left, sigma = 1, which is harmless: then all those neighbours have distance 0 and affinity
+    1, or none, for any sigma.
     knn_sq_dists: (m, l) -> () scalar.
     """
     chex.assert_rank(knn_sq_dists, 2)
     dist = jnp.sqrt(knn_sq_dists[:, scale_neighbor - 1])
-    positive = jnp.where(dist > 0, dist, jnp.nan)
+    positive = jnp.where((dist > 0) & jnp.isfinite(dist), dist, jnp.nan)
     sigma = jnp.nanmedian(positive)
     return jnp.where(jnp.isnan(sigma), 1.0, sigma)
 
@@ -100,6 +128,7 @@ def knn_gaussian_affinity(
     include_self: bool = False,
     symmetrize_how: str = "mean",
     present: jax.Array | None = None,
+    distinct: bool = False,
 ) -> jax.Array:
     """The kNN Gaussian affinity of one view of a batch.
 
@@ -120,6 +149,8 @@ def knn_gaussian_affinity(
       include_self: count the point itself among its l neighbours.
       symmetrize_how: 'mean', 'max' or 'none' (directed kNN graph).
       present: (m,) bool, True where the row has this view; None: every row has it.
+      distinct: a non-empty row's copies are not its neighbours (:func:`copy_pairs`); a row with
+        fewer than l distinct others keeps the ones there are.
 
     Returns:
       W: (m, m), non-negative, zero diagonal (and zero on absent rows and columns), symmetric
@@ -133,6 +164,8 @@ def knn_gaussian_affinity(
         chex.assert_shape(present, (m,))
         both = present[:, None] & present[None, :]
         d2 = jnp.where(both, pairwise_sq_distances(jnp.where(present[:, None], x, 0.0)), jnp.inf)
+    if distinct:
+        d2 = without_copies(x, d2)
     knn_d2, idx = nearest_neighbors(d2, n_neighbors, include_self=include_self)  # absent rows: at inf
     if scale is None:
         scale = (

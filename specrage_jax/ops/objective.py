@@ -72,6 +72,7 @@ def batch_affinities(
                 include_self=graph.include_self,
                 symmetrize_how=graph.symmetrize,
                 present=None if mask is None else mask[:, v],
+                distinct=graph.distinct_neighbors,
             )
             for v, x in enumerate(codes)
         ]

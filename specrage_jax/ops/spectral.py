@@ -9,10 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
-from sklearn.neighbors import NearestNeighbors
 
 from specrage_jax.config import GraphConfig
 from specrage_jax.ops.affinity import knn_gaussian_affinity
+from specrage_jax.ops.neighbors import knn_lists
 
 
 def full_graph_affinities(codes: Sequence[np.ndarray], graph: GraphConfig) -> np.ndarray:
@@ -27,6 +27,7 @@ def full_graph_affinities(codes: Sequence[np.ndarray], graph: GraphConfig) -> np
             bandwidth_factor=graph.bandwidth_factor,
             include_self=graph.include_self,
             symmetrize_how=graph.symmetrize,
+            distinct=graph.distinct_neighbors,
         )
         affinities.append(np.asarray(w, np.float64))
     return np.stack(affinities)
@@ -85,14 +86,12 @@ def sparse_knn_affinity(x: np.ndarray, graph: GraphConfig) -> sp.csr_matrix:
     A directed graph ('none') is returned as is; `sparse_laplacian` uses its symmetric part."""
     n, l = len(x), graph.n_neighbors
     others = l - 1 if graph.include_self else l
-    dist, idx = (
-        NearestNeighbors(n_neighbors=others, algorithm="brute").fit(x).kneighbors()
-    )  # excludes each point itself
+    sq_dists, idx = knn_lists(x, others, distinct=graph.distinct_neighbors)  # excludes each point itself
     if graph.include_self:
-        dist = np.concatenate([np.zeros((n, 1)), dist], axis=1)
+        sq_dists = np.concatenate([np.zeros((n, 1)), sq_dists], axis=1)
         idx = np.concatenate([np.arange(n)[:, None], idx], axis=1)
     return sparse_gaussian_graph(
-        np.square(dist),
+        sq_dists,
         idx,
         sigma_neighbor=graph.sigma_neighbor,
         bandwidth_factor=graph.bandwidth_factor,
@@ -110,13 +109,14 @@ def sparse_gaussian_graph(
 ) -> sp.csr_matrix:
     """The kNN Gaussian graph from each row's neighbours: sq_dists, index (n, l), nearest first.
 
-    sigma = median over rows of the distance to the ``sigma_neighbor``-th neighbour (zero distances
-    ignored; 1 if all are zero), W_ij = exp(-d_ij^2 / (c sigma^2)), no self-loops; symmetrized
+    sigma = median over rows of the distance to the ``sigma_neighbor``-th neighbour (zero and
+    infinite distances ignored; 1 if none is left), W_ij = exp(-d_ij^2 / (c sigma^2)), no self-loops; symmetrized
     'mean' (W + W^T)/2, 'max', or 'none' (directed). -> (n, n) float64 CSR.
     """
     n, l = index.shape
     scale_dist = np.sqrt(sq_dists[:, sigma_neighbor - 1])
-    sigma = float(np.median(scale_dist[scale_dist > 0])) if np.any(scale_dist > 0) else 1.0
+    usable = scale_dist[(scale_dist > 0) & np.isfinite(scale_dist)]
+    sigma = float(np.median(usable)) if usable.size else 1.0
     values = np.exp(-np.asarray(sq_dists, np.float64) / (bandwidth_factor * sigma**2))
     w = sp.csr_matrix((values.ravel(), (np.repeat(np.arange(n), l), index.ravel())), shape=(n, n))
     w.setdiag(0.0)

@@ -23,10 +23,10 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 from sklearn.cluster import KMeans
-from sklearn.neighbors import NearestNeighbors
 from threadpoolctl import threadpool_limits
 
 from specrage_jax.config import AUTO, AUTO_COMPONENTS, AUTO_WIDTHS, ExperimentConfig, SiameseConfig
+from specrage_jax.ops.neighbors import knn_lists
 from specrage_jax.ops.spectral import sparse_gaussian_graph
 from specrage_jax.training.siamese import joint_neighbor_space
 from specrage_jax.validation import missing_rows, present_views
@@ -150,7 +150,7 @@ def eigengap_score(spectrum: np.ndarray, n_clusters: int) -> float:
 
 
 def eigengap_neighbor_count(
-    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *, seed: int = 0
+    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *, seed: int = 0, distinct: bool = True
 ) -> tuple[int, dict[int, float]]:
     """(l, {candidate l: eigengap score}): the kNN graph's number of neighbours.
 
@@ -170,12 +170,12 @@ def eigengap_neighbor_count(
     the larger l). Candidates whose graph falls apart into more than k components are skipped.
     With no candidate left (tiny batches), l = max(1, m // 3).
     """
-    l, scores, _ = neighbor_count_and_graph(views, n_clusters, batch_rows, seed=seed)
+    l, scores, _ = neighbor_count_and_graph(views, n_clusters, batch_rows, seed=seed, distinct=distinct)
     return l, scores
 
 
 def neighbor_count_and_graph(
-    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *, seed: int = 0
+    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *, seed: int = 0, distinct: bool = True
 ) -> tuple[int, dict[int, float], sp.csr_matrix | None]:
     """:func:`eigengap_neighbor_count` and the batch's mean graph at the chosen l (None when l
     is the fallback, no candidate): what :func:`component_count` reads, built once."""
@@ -186,7 +186,7 @@ def neighbor_count_and_graph(
     scores: dict[int, float] = {}
     graphs: dict[int, sp.csr_matrix] = {}
     if candidates and n_clusters < m - 1:
-        neighbors = _present_neighbor_lists(views, rows, max(candidates))
+        neighbors = _present_neighbor_lists(views, rows, max(candidates), distinct=distinct)
         for l in candidates:
             graphs[l] = _mean_graph(neighbors, m, l)
             scores[l] = eigengap_score(_bottom_normalized_spectrum(graphs[l], n_clusters + 1), n_clusters)
@@ -213,16 +213,19 @@ def seeded_rows(n: int, m: int, *, seed: int, stream: int) -> np.ndarray:
 NeighborLists = list[tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-def _present_neighbor_lists(views: Sequence[np.ndarray], rows: np.ndarray, l: int) -> NeighborLists:
+def _present_neighbor_lists(
+    views: Sequence[np.ndarray], rows: np.ndarray, l: int, *, distinct: bool = True
+) -> NeighborLists:
     """Per view with more than one present row among ``rows``: (its present positions in the
     batch, squared distances, indices) of each present row's min(l, present - 1) nearest present
-    rows. A view's graph is built among the rows that have it, as in training."""
+    rows. A view's graph is built among the rows that have it, as in training, and with
+    ``distinct`` a non-empty row's copies are not its neighbours (``graph.distinct_neighbors``)."""
     lists = []
     for x in views:
         batch = np.asarray(x, np.float64)[rows]
         present = np.flatnonzero(~missing_rows(batch))
         if len(present) > 1:
-            d2, idx = _neighbor_lists(batch[present], min(l, len(present) - 1))
+            d2, idx = knn_lists(batch[present], min(l, len(present) - 1), distinct=distinct)
             lists.append((present, d2, idx))
     return lists
 
@@ -236,17 +239,26 @@ def _mean_graph(neighbors: NeighborLists, m: int, l: int) -> sp.csr_matrix:
     return (sum(graphs[1:], graphs[0]) / len(graphs)).tocsr()
 
 
-def batch_eigengap(views: Sequence[np.ndarray], rows: np.ndarray, l: int, n_clusters: int) -> float:
+def batch_eigengap(
+    views: Sequence[np.ndarray], rows: np.ndarray, l: int, n_clusters: int, *, distinct: bool = True
+) -> float:
     """The relative eigengap lambda_k+1 / lambda_k (:func:`eigengap_score`) of the mean l-NN
     graph of the batch ``rows``, each view's graph among the rows that have it."""
-    neighbors = _present_neighbor_lists(views, rows, l)
+    neighbors = _present_neighbor_lists(views, rows, l, distinct=distinct)
     if not neighbors or n_clusters >= len(rows) - 1:
         return -math.inf
     return eigengap_score(_bottom_normalized_spectrum(_mean_graph(neighbors, len(rows), l), n_clusters + 1), n_clusters)
 
 
 def batch_for_missing_views(
-    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, l: int, max_factor: int, *, seed: int = 0
+    views: Sequence[np.ndarray],
+    n_clusters: int,
+    batch_rows: int,
+    l: int,
+    max_factor: int,
+    *,
+    seed: int = 0,
+    distinct: bool = True,
 ) -> tuple[int, float, dict[int, float]]:
     """(m, reference gap, {batch size: eigengap}): the batch size for training rows where views
     are missing (all-NaN rows).
@@ -268,13 +280,13 @@ def batch_for_missing_views(
     reference_rows = complete[seeded_rows(len(complete), m, seed=seed, stream=6)]
     reference = CLEAR_EIGENGAP  # too few complete samples for a graph of their own
     if len(complete) > max(l, n_clusters) + 1:
-        reference = batch_eigengap(views, reference_rows, l, n_clusters)
+        reference = batch_eigengap(views, reference_rows, l, n_clusters, distinct=distinct)
         reference = reference if math.isfinite(reference) else CLEAR_EIGENGAP
     limit = min(n, max(m, min(m * max_factor, GROWN_BATCH_MAX)))
     gaps: dict[int, float] = {}
     size = m
     while True:
-        gaps[size] = batch_eigengap(views, seeded_rows(n, size, seed=seed, stream=7), l, n_clusters)
+        gaps[size] = batch_eigengap(views, seeded_rows(n, size, seed=seed, stream=7), l, n_clusters, distinct=distinct)
         if gaps[size] >= reference or size >= limit:
             return size, reference, gaps
         size = min(2 * size, limit)
@@ -318,20 +330,14 @@ def choose_neighbor_count(scores: dict[int, float]) -> int | None:
     return max(l for l, score in clear.items() if score == best)
 
 
-def _neighbor_lists(x: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:
-    """(squared distances, indices), both (m, l), of each row's l nearest other rows, nearest first."""
-    dist, idx = NearestNeighbors(n_neighbors=l, algorithm="brute").fit(x).kneighbors()
-    return np.square(dist), idx
-
-
 def batch_component_count(
-    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, l: int, *, seed: int = 0
+    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, l: int, *, seed: int = 0, distinct: bool = True
 ) -> tuple[int, dict[int, float]]:
     """:func:`component_count` on the mean l-NN graph (the training rule) of the seeded batch of
     ``batch_rows`` training rows that the choice of l reads (views (n, d_v), NaN rows missing)."""
     n = views[0].shape[0]
     rows = seeded_rows(n, max(2, min(batch_rows, n)), seed=seed, stream=5)
-    neighbors = _present_neighbor_lists(views, rows, max(1, min(l, len(rows) - 1)))
+    neighbors = _present_neighbor_lists(views, rows, max(1, min(l, len(rows) - 1)), distinct=distinct)
     if not neighbors:
         return n_clusters, {}
     return component_count(_mean_graph(neighbors, len(rows), max(1, min(l, len(rows) - 1))), n_clusters, seed=seed)
@@ -507,7 +513,9 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
     if graph.n_neighbors == 0:
         if graph_views is None:
             raise ValueError("graph.n_neighbors=0 (from the data) needs the training views in DataShape")
-        l, scores, batch_graph = neighbor_count_and_graph(graph_views, shape.n_clusters, m, seed=shape.seed)
+        l, scores, batch_graph = neighbor_count_and_graph(
+            graph_views, shape.n_clusters, m, seed=shape.seed, distinct=graph.distinct_neighbors
+        )
         shown = ", ".join(f"{c}: {score:.3g}" for c, score in scores.items()) or "none fits the batch"
         graph = dataclasses.replace(
             graph,
@@ -525,7 +533,9 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
         if graph_views is None:
             raise ValueError("model.n_components=-1 (from the data) needs the training views in DataShape")
         components, cuts = (
-            batch_component_count(graph_views, shape.n_clusters, m, graph.n_neighbors, seed=shape.seed)
+            batch_component_count(
+                graph_views, shape.n_clusters, m, graph.n_neighbors, seed=shape.seed, distinct=graph.distinct_neighbors
+            )
             if batch_graph is None
             else component_count(batch_graph, shape.n_clusters, seed=shape.seed)
         )
@@ -550,6 +560,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             graph.n_neighbors,
             train.missing_view_batch_growth,
             seed=shape.seed,
+            distinct=graph.distinct_neighbors,
         )
         if gaps:
             configured, m = m, grown  # grown: at most the sampled rows, so at most n_train
