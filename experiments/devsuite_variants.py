@@ -18,6 +18,12 @@ deterministic for a seed, and writes no files. ``data_dir`` holds ``devsuite/*.m
   the copy loses one term and gains another, or is exact where the document has under 4 terms
   there, as in WebKB's link views), about 3 % single-term documents (only the row's largest entry
   kept) and one empty document (an all-zero row; a different sample in each view). Labels unchanged.
+* ``20newsgroups+copies``, ``BBC4view+copies``, ``WebKB+copies``: the sparse text sets (all rows)
+  with COPY_GROUPS groups of identical one-term documents: each group is COPY_GROUP_SHARE of the
+  rows (at least MIN_COPY_GROUP), drawn at random across the classes, and in every view its
+  documents keep only one of the view's most common terms (count 1), a different term per group.
+  Such groups (stub documents, boilerplate) are exact copies of each other; with more copies than
+  neighbour slots each group is a component of a kNN graph. Labels unchanged.
 * ``handwritten-imbalanced-narrow`` (and ``digits-imbalanced-narrow``): 4 classes of sizes
   200 / 70 / 46 / 35 (digits: 170 / 60 / 39 / 30), 57 / 20 / 13 / 10 %, a narrow informative view
   of 3 fixed features and two wide, weakly informative views: a real view padded with i.i.d.
@@ -51,6 +57,9 @@ WIDE_VIEW_WIDTH = 400  # the wide views' width after the noise columns
 SINGLE_TERM_FRACTION = 0.03
 DUPLICATE_PAIRS = (5, 8)  # fewest and most near-duplicate pairs
 MIN_TERMS_TO_PERTURB = 4
+COPY_GROUPS = 5
+COPY_GROUP_SHARE = 0.03
+MIN_COPY_GROUP = 8
 HOG_CELL = 7
 HOG_BINS = 8
 
@@ -265,6 +274,30 @@ def hub_record(data_dir: str, seed: int = 0, *, base: str) -> dict[str, list]:
     return inject_hubs(load_base(base, data_dir, seed), seed, f"{base}+hubs")[1]
 
 
+def inject_copy_groups(data: MultiViewData, seed: int, name: str) -> MultiViewData:
+    """The copies variant of ``data`` (see the module docstring): COPY_GROUPS disjoint groups of
+    seeded rows, each made, in every view, a one-term document on one of the view's COPY_GROUPS
+    most common terms (by document frequency), one term per group."""
+    rng = variant_rng(seed, name)
+    n = data.n_samples
+    size = max(MIN_COPY_GROUP, int(round(COPY_GROUP_SHARE * n)))
+    groups = rng.choice(n, size=(COPY_GROUPS, size), replace=False)
+    views = []
+    for view in data.views:
+        view = np.array(view, dtype=np.float64, copy=True)
+        common = np.argsort(-(view != 0).sum(axis=0), kind="stable")[:COPY_GROUPS]
+        for rows, term in zip(groups, common):
+            view[rows] = 0.0
+            view[rows, term] = 1.0
+        views.append(view)
+    return MultiViewData(views=tuple(views), labels=data.labels, name=name, view_names=data.view_names)
+
+
+def build_copies(data_dir: str, seed: int = 0, *, base: str) -> MultiViewData:
+    name = f"{base}+copies"
+    return inject_copy_groups(load_base(base, data_dir, seed), seed, name)
+
+
 # --- class imbalance with a narrow informative view -----------------------------------------------
 
 
@@ -343,6 +376,8 @@ def _registry() -> dict[str, Callable[..., MultiViewData]]:
         variants[name] = functools.partial(build_mnist_pairs, n_classes=n_classes, per_class=per_class)
     for base in HUB_SETS:
         variants[f"{base}+hubs"] = functools.partial(build_hubs, base=base)
+    for base in HUB_SETS:
+        variants[f"{base}+copies"] = functools.partial(build_copies, base=base)
     variants["handwritten-imbalanced-narrow"] = build_imbalanced_handwritten
     variants["digits-imbalanced-narrow"] = build_imbalanced_digits
     return variants

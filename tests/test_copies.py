@@ -1,6 +1,6 @@
-"""Copies in the kNN graph (``graph.distinct_neighbors``): a non-empty row's exact copies take
-none of its neighbour slots, in the jitted batch affinity and in the host-side kNN lists that the
-data-aware defaults and the exact spectral solution read."""
+"""Copies in the kNN graph (``graph.distinct_neighbors``): a non-empty row's exact copies take one
+of its neighbour slots between them, in the jitted batch affinity and in the host-side kNN lists
+that the data-aware defaults and the exact spectral solution read."""
 
 from __future__ import annotations
 
@@ -42,12 +42,23 @@ def test_copies_count_as_neighbours_without_the_rule_and_cut_the_group_off():
     assert np.all(w[np.ix_(group, np.arange(52))] == 0)
 
 
-def test_distinct_neighbours_link_every_copy_to_the_rest_and_no_copy_to_another():
+def test_copies_take_one_slot_so_every_copy_links_to_the_rest():
     x, group = with_copy_group()
     directed = np.asarray(knn_gaussian_affinity(jnp.asarray(x), L, None, symmetrize_how="none", distinct=True))
     assert components(directed + directed.T) == 1
-    assert np.all(directed[np.ix_(group, group)] == 0)
-    assert np.all((directed[group] > 0).sum(axis=1) == L)  # L distinct neighbours each, all on the ring
+    within = directed[np.ix_(group, group)] > 0
+    assert np.all(within.sum(axis=1) == 1)  # one copy each: the lowest-index other one
+    np.testing.assert_array_equal(np.argmax(within, axis=1), [1, *([0] * (GROUP - 1))])
+    assert np.all((directed[group] > 0).sum(axis=1) == L)  # and L - 1 rows of the ring
+
+
+def test_a_pair_of_copies_stays_linked():
+    x, _ = with_copy_group()
+    x[1] = x[0]  # a duplicated sample: its copy is its nearest neighbour with or without the rule
+    plain = np.asarray(knn_gaussian_affinity(jnp.asarray(x), L, 1.0, distinct=False))  # sigma fixed: the
+    ruled = np.asarray(knn_gaussian_affinity(jnp.asarray(x), L, 1.0, distinct=True))  # group moves the median
+    np.testing.assert_allclose(ruled[:52, :52], plain[:52, :52], atol=1e-6)
+    assert ruled[0, 1] > 0
 
 
 def test_empty_rows_keep_each_other_as_neighbours():
@@ -67,16 +78,17 @@ def test_near_copies_are_not_copies():
     assert pairs[group[1], group[2]]
 
 
-def test_host_lists_skip_copies_and_pad_rows_without_enough_distinct_others():
+def test_host_lists_keep_one_copy_and_pad_rows_without_enough_others():
     x, group = with_copy_group()
     d2, idx = knn_lists(x.astype(np.float64), L)
-    assert not np.isin(idx[group], group).any()
+    assert np.all(np.isin(idx[group], group).sum(axis=1) == 1)
     assert np.all(np.isfinite(d2))
-    tiny = np.repeat(np.eye(3), [4, 1, 1], axis=0)  # 4 copies of one row and 2 other rows
+    tiny = np.repeat(np.eye(2), [5, 1], axis=0)  # 5 copies of one row and 1 other row
     d2, idx = knn_lists(tiny, 3)
-    assert np.all(np.isinf(d2[0, 2:])) and idx[0, 2] == 0  # only 2 distinct others: the 3rd slot is empty
-    plain_d2, plain_idx = knn_lists(tiny, 3, distinct=False)
-    assert np.all(plain_d2[0, :3] == 0)  # without the rule the copies come first
+    np.testing.assert_array_equal(idx[0, :2], [1, 5])  # its first copy, then the other row
+    assert np.isinf(d2[0, 2]) and idx[0, 2] == 0  # no third slot left
+    plain_d2, _ = knn_lists(tiny, 3, distinct=False)
+    assert np.all(plain_d2[0, :3] == 0)  # without the rule the copies fill every slot
 
 
 def test_exact_solution_graph_matches_the_batch_affinity():

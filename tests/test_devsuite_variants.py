@@ -122,6 +122,26 @@ def test_hub_variant_injects_empty_single_term_and_near_duplicate_rows(data_dir,
         np.testing.assert_array_equal(after[keep], before[keep])
 
 
+@pytest.mark.parametrize("base", ["20newsgroups", "WebKB"])
+def test_copies_variant_makes_groups_of_identical_one_term_documents(data_dir, base):
+    full = dv.load_base(base, data_dir)
+    data = dv.build_variant(f"{base}+copies", data_dir, seed=0)
+    np.testing.assert_array_equal(data.labels, full.labels)
+    size = max(dv.MIN_COPY_GROUP, round(dv.COPY_GROUP_SHARE * data.n_samples))
+    first = data.views[0]
+    one_term = np.flatnonzero((first != 0).sum(axis=1) == 1)
+    _, counts = np.unique(first[one_term], axis=0, return_counts=True)
+    assert (counts >= size).sum() == dv.COPY_GROUPS  # five groups of at least ``size`` identical rows
+    for before, after in zip(full.views, data.views):
+        touched = np.flatnonzero(np.any(np.asarray(after) != np.asarray(before, np.float64), axis=1))
+        assert touched.size <= dv.COPY_GROUPS * size
+        rows = np.flatnonzero(((after != 0).sum(axis=1) == 1) & np.isin(np.arange(data.n_samples), touched))
+        groups, group_sizes = np.unique(after[rows], axis=0, return_counts=True)
+        assert len(groups) <= dv.COPY_GROUPS and group_sizes.max() <= size
+        # the groups' documents come from more than one class: copies say nothing about the class
+        assert len(np.unique(data.labels[rows])) > 1
+
+
 def test_imbalanced_narrow_variant(data_dir):
     data = dv.build_variant("handwritten-imbalanced-narrow", data_dir, seed=0)
     counts = np.bincount(data.labels)
@@ -147,6 +167,7 @@ def test_registry_names_and_unknown_name():
         dv.VARIANTS
     )
     assert {"20newsgroups+hubs", "BBC4view+hubs", "WebKB+hubs", "handwritten-imbalanced-narrow"} <= set(dv.VARIANTS)
+    assert {"20newsgroups+copies", "BBC4view+copies", "WebKB+copies"} <= set(dv.VARIANTS)
     with pytest.raises(KeyError, match="unknown variant"):
         dv.build_variant("nope", "/nonexistent")
 

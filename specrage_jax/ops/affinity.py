@@ -6,11 +6,12 @@
 with c = 2 in the paper (c = 1 in the published code). Pure jax.numpy; jit-able with
 ``n_neighbors`` and the option strings static.
 
-Copies (``distinct``): rows at zero distance from a non-empty row (identical documents, repeated
-records) do not take its neighbour slots. Otherwise a group of more than l copies is its own
-component of the kNN graph, and groups of fewer take most of their members' edges: the bottom
-eigenvectors then pick out copy groups instead of clusters. All-zero rows (empty documents in a
-unit-row view) keep each other as neighbours.
+Copies (``distinct``): the rows at zero distance from a non-empty row (identical documents,
+repeated records) take one of its neighbour slots between them, as one point. Otherwise a group
+of more than l copies is its own component of the kNN graph, and groups of fewer take most of
+their members' edges: the bottom eigenvectors then pick out copy groups instead of clusters. A
+pair of copies still links. All-zero rows (empty documents in a unit-row view) keep each other
+as neighbours.
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ def copy_pairs(x: jax.Array, d2: jax.Array) -> jax.Array:
 
 
 def without_copies(x: jax.Array, d2: jax.Array) -> jax.Array:
-    """d2 (m, m) with every pair of :func:`copy_pairs` at +inf, so that no copy is a neighbour."""
-    return jnp.where(copy_pairs(x, d2), jnp.inf, d2)
+    """d2 (m, m) with the pairs of :func:`copy_pairs` at +inf except each row's first copy (the
+    lowest index): a row's copies take one neighbour slot between them."""
+    copies = copy_pairs(x, d2)
+    first = jnp.argmax(copies, axis=1)  # the lowest-index copy (0 where a row has none: masked below)
+    kept = jnp.zeros_like(copies).at[jnp.arange(copies.shape[0]), first].set(True) & copies
+    return jnp.where(copies & ~kept, jnp.inf, d2)
 
 
 def nearest_neighbors(d2: jax.Array, n_neighbors: int, *, include_self: bool = False) -> tuple[jax.Array, jax.Array]:
@@ -149,8 +154,8 @@ def knn_gaussian_affinity(
       include_self: count the point itself among its l neighbours.
       symmetrize_how: 'mean', 'max' or 'none' (directed kNN graph).
       present: (m,) bool, True where the row has this view; None: every row has it.
-      distinct: a non-empty row's copies are not its neighbours (:func:`copy_pairs`); a row with
-        fewer than l distinct others keeps the ones there are.
+      distinct: a non-empty row's copies (:func:`copy_pairs`) take one neighbour slot between
+        them (:func:`without_copies`); a row with fewer than l others left keeps the ones there are.
 
     Returns:
       W: (m, m), non-negative, zero diagonal (and zero on absent rows and columns), symmetric

@@ -25,8 +25,9 @@ def copy_tolerance(x: np.ndarray) -> float:
 def knn_lists(x: np.ndarray, n_neighbors: int, *, distinct: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(squared distances, indices), both (n, l), of each row's l nearest other rows, nearest
     first. With ``distinct`` a non-empty row's copies (squared distance at most
-    :func:`copy_tolerance`) are skipped; a row with fewer than l distinct others is padded with
-    +inf distances at its own index (no edge)."""
+    :func:`copy_tolerance`) take one slot between them: the lowest-index copy stays, the others
+    are skipped (as :func:`specrage_jax.ops.affinity.without_copies`); a row with fewer than l
+    others left is padded with +inf distances at its own index (no edge)."""
     x = np.asarray(x, np.float64)
     n, l = x.shape[0], n_neighbors
     if not 1 <= l <= n - 1:
@@ -46,7 +47,9 @@ def knn_lists(x: np.ndarray, n_neighbors: int, *, distinct: bool = True) -> tupl
         if needed <= queried or queried == n - 1:
             break
         queried = min(n - 1, needed)
-    order = np.argsort(copies, axis=1, kind="stable")[:, :l]  # distinct rows first, nearest first
-    d2 = np.take_along_axis(np.where(copies, np.inf, d2), order, axis=1)
+    first = np.where(copies, idx, n).min(axis=1)  # each row's lowest-index copy (n: none)
+    skipped = copies & (idx != first[:, None])
+    order = np.argsort(skipped, axis=1, kind="stable")[:, :l]  # the rows kept first, nearest first
+    d2 = np.take_along_axis(np.where(skipped, np.inf, d2), order, axis=1)
     idx = np.take_along_axis(idx, order, axis=1)
     return d2, np.where(np.isfinite(d2), idx, np.arange(n)[:, None])
