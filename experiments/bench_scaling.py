@@ -2,7 +2,7 @@
 disk, beside the exact non-parametric solution on the same data.
 
     cd /work/main && OPENBLAS_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python experiments/bench_scaling.py \\
-        --sizes 10000 100000 1000000 --data-dir ../shared/datasets --exact-timeout 1800
+        --sizes 10000 100000 1000000 --data-dir DATA --exact-timeout 1800
 
 For every n (each stage in a fresh subprocess, so that its peak RSS is its own):
 

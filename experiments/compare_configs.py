@@ -2,7 +2,7 @@
 
 Hyperparameters are chosen on the VAL column; TEST is printed for the record only.
 
-    PYTHONPATH=. python experiments/compare_configs.py handwritten --seed 1 --data-dir ../shared/datasets \
+    PYTHONPATH=. python experiments/compare_configs.py handwritten --seed 1 --data-dir DATA \
         --set siamese.enabled=true --set siamese.n_positive=3
 """
 

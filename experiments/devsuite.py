@@ -17,11 +17,11 @@ shows). One dataset at a time; ``--set`` passes ``config_overrides`` to every fi
 first removes views of a seeded fraction P of all samples (``remove_views_at_random``: each keeps
 at least one), so that fit and transform see incomplete data.
 
-    PYTHONPATH=. python experiments/devsuite.py --data-dir ../shared/datasets
-    PYTHONPATH=. python experiments/devsuite.py --data-dir ../shared/datasets --datasets WebKB digits
-    PYTHONPATH=. python experiments/devsuite.py --data-dir ../shared/datasets --missing 0.5 --out /tmp/devsuite_p05
-    PYTHONPATH=. python experiments/devsuite.py --data-dir ../shared/datasets --variants all
-    PYTHONPATH=. python experiments/devsuite.py --data-dir ../shared/datasets --datasets WebKB+hubs mnistpairs40x10
+    PYTHONPATH=. python experiments/devsuite.py --data-dir DATA
+    PYTHONPATH=. python experiments/devsuite.py --data-dir DATA --datasets WebKB digits
+    PYTHONPATH=. python experiments/devsuite.py --data-dir DATA --missing 0.5 --out /tmp/devsuite_p05
+    PYTHONPATH=. python experiments/devsuite.py --data-dir DATA --variants all
+    PYTHONPATH=. python experiments/devsuite.py --data-dir DATA --datasets WebKB+hubs mnistpairs40x10
 
 Variants only (no suite or paper dataset named): the default ``--out`` is
 ``experiments/results/devsuite_variants``, so the suite's own table is not overwritten.

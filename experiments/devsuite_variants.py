@@ -31,7 +31,7 @@ deterministic for a seed, and writes no files. ``data_dir`` holds ``devsuite/*.m
   deviation.
 
     from devsuite_variants import VARIANTS, build_variant
-    data = build_variant("WebKB+hubs", "../shared/datasets", seed=0)
+    data = build_variant("WebKB+hubs", "DATA", seed=0)
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 SpecRaGE with different fusion modules against the fraction of contaminated samples (10-40 %),
 for outliers and for noise, on BDGP by default.
 
-    PYTHONPATH=. python experiments/fusion_comparison.py --data-dir ../shared/datasets
-    PYTHONPATH=. python experiments/fusion_comparison.py --data-dir ../shared/datasets --resume \
+    PYTHONPATH=. python experiments/fusion_comparison.py --data-dir DATA
+    PYTHONPATH=. python experiments/fusion_comparison.py --data-dir DATA --resume \
         --fusions weighting average concat linear attention
 
 Protocol: as experiments/robustness_curves.py (specrage_jax.runs.robustness): the whole dataset is

@@ -6,7 +6,7 @@
 #      one compiled lax.scan per epoch). Target: 25 epochs over 1,000,000 samples < 2 min (H100).
 #
 # From this machine (the data directory does not travel; copy MNIST into an ignored folder):
-#   mkdir -p .gpu_data && cp -r ../shared/datasets/mnist .gpu_data/
+#   mkdir -p .gpu_data && cp -r DATA/mnist .gpu_data/
 #   device run: command "bash experiments/gpu_check.sh .gpu_data", carry [".gpu_data"], timeout_s 540
 # The JSON files land in $OUT (the device tool brings them back); without .gpu_data/mnist the
 # images are random stand-ins (--fake-mnist: same sizes and costs, no accuracy meaning).

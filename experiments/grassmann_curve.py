@@ -2,7 +2,7 @@
 L-bar = sum_v L^(v) on the validation split, after every epoch (the paper's convergence figure).
 
     PYTHONPATH=. python experiments/grassmann_curve.py --dataset blobs
-    PYTHONPATH=. python experiments/grassmann_curve.py --dataset bdgp --data-dir ../shared/datasets
+    PYTHONPATH=. python experiments/grassmann_curve.py --dataset bdgp --data-dir DATA
 
 Writes experiments/results/grassmann_<dataset>.json (per-epoch squared distance, the untrained
 network's as "initial_grassmann_sq", k, the final Y^T L^(v) Y / n) and a PNG beside it (epoch 0 =

@@ -1,7 +1,7 @@
 """Training on incomplete data: test k-means ACC/NMI when a fraction p of the samples miss views,
 against three baselines.
 
-    PYTHONPATH=. python experiments/incomplete.py --datasets handwritten bdgp --data-dir ../shared/datasets
+    PYTHONPATH=. python experiments/incomplete.py --datasets handwritten bdgp --data-dir DATA
     PYTHONPATH=. python experiments/incomplete.py --datasets bdgp --fractions 0.5 --seeds 0 1 2 --resume
 
 Protocol, per dataset and seed: the dataset's preset and its stratified 80/20 then 90/10 split

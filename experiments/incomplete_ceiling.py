@@ -1,7 +1,7 @@
 """A supervised reference for the incomplete-data protocol: how much of the drop from complete to
 incomplete data is the data's own, measured with the labels.
 
-    PYTHONPATH=. python experiments/incomplete_ceiling.py --datasets bdgp handwritten --data-dir ../shared/datasets
+    PYTHONPATH=. python experiments/incomplete_ceiling.py --datasets bdgp handwritten --data-dir DATA
     PYTHONPATH=. python experiments/incomplete_ceiling.py --datasets noisymnist --fractions 0.5 --max-train 5000
 
 The same samples as ``experiments/incomplete.py`` (the preset's split and preprocessing, the same

@@ -18,9 +18,9 @@ view). Seed s redoes the whole pipeline: the TruncatedSVD takes ``random_state=s
 These choices reproduce ``baselines.json`` (ACC within 0.01 on WebKB, 20newsgroups,
 BBC4view and WikipediaArticles; see ``check_against``).
 
-    PYTHONPATH=. python experiments/naive_baselines.py --data-dir ../shared/datasets --variants all \\
+    PYTHONPATH=. python experiments/naive_baselines.py --data-dir DATA --variants all \\
         --out experiments/results/devsuite_variants_baselines.json
-    PYTHONPATH=. python experiments/naive_baselines.py --data-dir ../shared/datasets --check WebKB 20newsgroups
+    PYTHONPATH=. python experiments/naive_baselines.py --data-dir DATA --check WebKB 20newsgroups
 """
 
 from __future__ import annotations

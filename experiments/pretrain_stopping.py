@@ -4,7 +4,7 @@ validation rows' codes (the share of each row's 10 nearest neighbours with its l
 in-batch graph built on the codes will see), with the epoch where the default rule stops.
 
     PYTHONPATH=. python experiments/pretrain_stopping.py --dataset infinitemnist:20000 \\
-        --data-dir ../shared/datasets --json experiments/results/pretrain_stopping.json
+        --data-dir DATA --json experiments/results/pretrain_stopping.json
 
 Labels are used for the diagnostic only, on the validation split.
 """

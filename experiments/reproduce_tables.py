@@ -1,7 +1,7 @@
 """Reproduce the paper's Tables 1 and 2 under the honest protocol, with its two extra baselines.
 
     PYTHONPATH=. python experiments/reproduce_tables.py --datasets handwritten bdgp --seeds 10 \
-        --data-dir ../shared/datasets
+        --data-dir DATA
 
 Per dataset and seed: the dataset's preset (specrage_jax.config.preset), a stratified 80/20 split
 (then 90/10 for validation), preprocessing fitted on train, the pre-training stages the preset

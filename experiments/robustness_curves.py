@@ -4,7 +4,7 @@ of contaminated samples (10-40 %), for outliers and for noise.
 
     PYTHONPATH=. python experiments/robustness_curves.py --datasets blobs
     PYTHONPATH=. python experiments/robustness_curves.py --datasets bdgp handwritten \
-        --data-dir ../shared/datasets --resume --reuse experiments/results/fusion_bdgp.json
+        --data-dir DATA --resume --reuse experiments/results/fusion_bdgp.json
 
 Protocol (specrage_jax.runs.robustness): the whole dataset is contaminated before the split, so
 training, validation and test rows are contaminated alike (the paper contaminates the data set

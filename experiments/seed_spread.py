@@ -13,7 +13,7 @@ Two paths, both with the data-aware defaults (nothing set):
 Writes OUT.json (every run, the resolved settings) and OUT.md (per seed: k-means, SVM, gap; the
 mean and the worst seed).
 
-    PYTHONPATH=. python experiments/seed_spread.py --data-dir ../shared/datasets --seeds 0 1 2 3 4
+    PYTHONPATH=. python experiments/seed_spread.py --data-dir DATA --seeds 0 1 2 3 4
 """
 
 from __future__ import annotations

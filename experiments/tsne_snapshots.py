@@ -1,7 +1,7 @@
 """t-SNE snapshots of the validation embedding during training (the paper's t-SNE figures, at
 chosen epochs): how the clusters form.
 
-    PYTHONPATH=. python experiments/tsne_snapshots.py --dataset bdgp --data-dir ../shared/datasets
+    PYTHONPATH=. python experiments/tsne_snapshots.py --dataset bdgp --data-dir DATA
     PYTHONPATH=. python experiments/tsne_snapshots.py --dataset blobs --epochs 1,5,20,60
 
 After each epoch listed in --epochs (1-based: "after epoch N"), the validation rows are embedded

@@ -1,7 +1,7 @@
 """Approximate joint diagonalization (the paper's Y^T L^(v) Y heatmaps): after training, for each
 view, the k x k matrix Y^T L^(v) Y / n of the embedding Y of the validation rows.
 
-    PYTHONPATH=. python experiments/view_forms.py --dataset bdgp --data-dir ../shared/datasets
+    PYTHONPATH=. python experiments/view_forms.py --dataset bdgp --data-dir DATA
 
 L^(v) is the kNN Gaussian Laplacian of view v's affinity inputs (Siamese codes when the preset
 enables them) on at most --max-reference validation rows, as in experiments/grassmann_curve.py,
