@@ -108,7 +108,9 @@ def build_parser(dataset_for_help: str | None = None) -> argparse.ArgumentParser
         "on the test embedding; linear SVM trained on the train embedding, scored on the test "
         "embedding), print a metrics table, and write DIR/metrics.json, DIR/embedding.png, the inference "
         "model DIR/model (for `specrage embed`) and training checkpoints in DIR/checkpoints "
-        "(for --resume).",
+        "(for --resume). Exit codes: 0 done; 2 a data or settings error (one `specrage:` line); 75 stopped "
+        "by SIGTERM or SIGINT after the step in progress, with a checkpoint written and one line naming the "
+        "command that resumes it (a second signal stops at once).",
         epilog=config_help(dataset_for_help),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -3,23 +3,32 @@
 Each process is ``python -m specrage_jax.cli <command> --coordinator localhost:PORT
 --num-processes N --process-id I`` on a free port; their output is forwarded line by line with a
 ``[I]`` prefix. When one exits with an error the others are stopped (terminated, then killed
-after a grace period) and the launcher exits non-zero, naming it. This is how the multi-process
-path is tried before a cluster, where the cluster's launcher starts the processes instead.
+after a grace period) and the launcher exits non-zero, naming it. A SIGTERM or SIGINT to the
+launcher is passed on to every process as SIGTERM: they stop after the same step, write a
+checkpoint and exit 75, and so does the launcher (a second signal stops them at once). This is
+how the multi-process path is tried before a cluster, where the cluster's launcher starts the
+processes instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Sequence
+from types import FrameType
 from typing import IO
 
+from specrage_jax.cli.train import LAUNCHED_BY
+from specrage_jax.training.preemption import PREEMPTED_EXIT_CODE
+
 GRACE_SECONDS = 10.0
+PREEMPTED_WAIT_SECONDS = 60.0  # after one process stopped on a signal, how long the others may take
 
 
 def free_port() -> int:
@@ -56,10 +65,45 @@ def stop(workers: Sequence[subprocess.Popen[str]]) -> None:
             worker.wait()
 
 
+def forward_signals(workers: Sequence[subprocess.Popen[str]]) -> dict[int, object]:
+    """Installs SIGTERM / SIGINT handlers that pass a first signal on to the running workers as
+    SIGTERM and stop them at once on a second; returns the previous handlers."""
+    received: list[int] = []
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        if len(received) > 1:
+            stop(workers)
+            return
+        for worker in workers:
+            if worker.poll() is None:
+                worker.send_signal(signal.SIGTERM)
+
+    return {signum: signal.signal(signum, handle) for signum in (signal.SIGTERM, signal.SIGINT)}
+
+
+def wait_for(workers: Sequence[subprocess.Popen[str]]) -> tuple[int, int] | None:
+    """Polls every worker until all have ended or one failed: (index, code) of a failed one, else
+    None. A worker stopped by a signal (exit 75) is no failure; the others get
+    PREEMPTED_WAIT_SECONDS to stop too."""
+    deadline = None
+    while True:
+        codes = [w.poll() for w in workers]  # every worker each time (any() would stop at the first running one)
+        failed = next(((i, c) for i, c in enumerate(codes) if c not in (None, 0, PREEMPTED_EXIT_CODE)), None)
+        if failed is not None or all(code is not None for code in codes):
+            return failed
+        if PREEMPTED_EXIT_CODE in codes:
+            deadline = deadline or time.monotonic() + PREEMPTED_WAIT_SECONDS
+            if time.monotonic() > deadline:
+                return next((i, -1) for i, c in enumerate(codes) if c is None)
+        time.sleep(0.2)
+
+
 def run_local(command: Sequence[str], count: int) -> int:
-    """Runs ``count`` processes of ``command`` and waits for them; 0 when all succeed."""
+    """Runs ``count`` processes of ``command`` and waits for them; 0 when all succeed, 75 when they
+    stopped on a signal (checkpoint written), 1 when one failed."""
     coordinator = f"localhost:{free_port()}"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", LAUNCHED_BY: str(count)}
     workers = [
         subprocess.Popen(
             process_command(command, coordinator, count, i),
@@ -75,21 +119,20 @@ def run_local(command: Sequence[str], count: int) -> int:
     threads = [threading.Thread(target=forward, args=(w.stdout, f"[{i}] "), daemon=True) for i, w in enumerate(workers)]
     for thread in threads:
         thread.start()
-    failed: tuple[int, int] | None = None
-    while True:
-        codes = [w.poll() for w in workers]  # every worker each time (any() would stop at the first running one)
-        failed = next(((i, code) for i, code in enumerate(codes) if code not in (None, 0)), None)
-        if failed is not None or all(code is not None for code in codes):
-            break
-        time.sleep(0.2)
-    if failed is not None:
-        stop(workers)
+    previous = forward_signals(workers)
+    try:
+        failed = wait_for(workers)
+        if failed is not None:
+            stop(workers)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
     for thread in threads:
         thread.join(timeout=5)
     if failed is not None:
         print(f"specrage launch: process {failed[0]} exited with code {failed[1]}; stopped the others", file=sys.stderr)
         return 1
-    return 0
+    return PREEMPTED_EXIT_CODE if any(w.returncode == PREEMPTED_EXIT_CODE for w in workers) else 0
 
 
 def add_launch_parser(commands: argparse._SubParsersAction) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -176,6 +177,26 @@ def on_secondary_process(config: ExperimentConfig) -> ExperimentConfig:
     return _with_section(config, "train", progress=False)
 
 
+LAUNCHED_BY = "SPECRAGE_LAUNCH_LOCAL"  # set by `specrage launch --local N` in its processes: N
+
+
+def resume_command(out: str, processes: int) -> str:
+    """The command line that resumes the run in ``out`` (started by ``specrage launch`` when its
+    variable is set, else by hand in each process of a group)."""
+    launched = os.environ.get(LAUNCHED_BY)
+    if launched:
+        return f"specrage launch --local {launched} -- train --resume {out}"
+    if processes > 1:
+        return f"specrage train --resume {out} (in each of the {processes} processes, with their group flags)"
+    return f"specrage train --resume {out}"
+
+
+def preempted_line(err: Any, out: str, processes: int) -> str:
+    """The one line a run stopped by a signal prints: where, the checkpoint, how to resume."""
+    written = f"checkpoint written to {err.checkpoint}" if err.checkpoint else "no checkpoint written"
+    return f"specrage: preempted: {err}; {written}; resume with: {resume_command(out, processes)}"
+
+
 def run_train(args: argparse.Namespace) -> int:
     try:
         processes = join_process_group(args)
@@ -226,6 +247,7 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"specrage: {one_line(err)}", file=sys.stderr)
         return 2
     from specrage_jax.runs.experiment import run_experiment
+    from specrage_jax.training.preemption import PREEMPTED_EXIT_CODE, Preempted
     from specrage_jax.training.sharding import check_batch_divisible, make_data_mesh
 
     try:
@@ -249,6 +271,10 @@ def run_train(args: argparse.Namespace) -> int:
             eval_max_rows=max_rows,
             report=print_run_plan,
         )
+    except Preempted as err:  # SIGTERM / SIGINT: stopped after a step, checkpoint written
+        if is_primary():
+            print(preempted_line(err, out, processes), file=sys.stderr, flush=True)
+        return PREEMPTED_EXIT_CODE
     except (ValueError, FileNotFoundError, FloatingPointError) as err:  # bad data or settings; CheckpointError too
         if args.debug:
             raise
@@ -260,8 +286,9 @@ def run_train(args: argparse.Namespace) -> int:
     for problem in result["test"]["health"]["problems"]:
         print(f"specrage: warning: {problem}", file=sys.stderr)
     resumed = result["training"].get("resumed_from_epoch")
+    steps = result["training"].get("resumed_from_step")
     if resumed is not None:
-        print(f"resumed from the checkpoint after epoch {resumed}")
+        print(f"resumed from the checkpoint after epoch {resumed}" + (f" and {steps} steps" if steps else ""))
     written = (
         ["metrics.json"]
         + ([] if args.no_figure else ["embedding.png"])

@@ -60,6 +60,7 @@ from specrage_jax.runs.records import (
     write_json_atomic,
 )
 from specrage_jax.runs.run_plan import Stage, stage_plan
+from specrage_jax.training import preemption
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.checkpoint_files import CheckpointError, library_version
 from specrage_jax.training.distributed import barrier, host_local, is_primary
@@ -178,10 +179,22 @@ def _pretrain_for_run(
             restored = load_pretrained_nets(saved_dir, config)
         except CheckpointError as err:
             warnings.warn(f"{err}; training the pre-training nets again", stacklevel=2)
-    result = pretrain_result(splits, pipeline.pretrain(scaled_splits(splits), config, seed=seed, restored=restored))
-    if pretraining and saved_dir is not None and restored is None:
+    try:
+        result = pretrain_result(splits, pipeline.pretrain(scaled_splits(splits), config, seed=seed, restored=restored))
+    except preemption.Preempted as err:  # the stages finished before the signal are kept
+        done = getattr(err, "completed", None)
+        if saved_dir is not None and done is not None and (restored is None or restored.autoencoders is None):
+            save_pretrained_nets(saved_dir, done, config)
+            err.checkpoint = saved_dir
+        raise
+    if pretraining and saved_dir is not None and (restored is None or _more_stages(result.nets, restored)):
         save_pretrained_nets(saved_dir, result.nets, config)
     return result
+
+
+def _more_stages(nets: Any, restored: Any) -> bool:
+    """Whether ``nets`` has a stage that ``restored`` (a resumed run's saved nets) lacks."""
+    return len(nets.stages()) > len(restored.stages())
 
 
 @dataclass(frozen=True)
@@ -345,6 +358,10 @@ def _run_loaded(
             eval_max_rows=eval_max_rows,
             report=report,
         )
+    except preemption.Preempted:
+        if ckpt_dir is not None:
+            set_run_status(ckpt_dir, "preempted")  # resumable; a fresh run into it is refused
+        raise
     except BaseException:
         if ckpt_dir is not None:
             set_run_status(ckpt_dir, "failed")
@@ -425,8 +442,59 @@ def train_and_evaluate(
     if report is not None:
         report(resolved, stage_plan(config, n_train=len(splits.train_labels), n_views=len(data.view_dims)))
     train_start = time.perf_counter()
-    pretrained = _pretrain_for_run(splits, config, seed=seed, ckpt_dir=ckpt_dir, resume=resume)
+    with preemption.watch():  # SIGTERM / SIGINT stop pre-training and training at a step boundary
+        pretrained, checkpointer, state, history, fit_seconds = _train_stages(
+            splits, config, seed, dataset, ckpt_dir, resume, mesh
+        )
     stage_seconds = dict(pretrained.timings)
+    stage_seconds["specrage_seconds"] = fit_seconds
+    if checkpointer is not None:
+        stage_seconds["checkpoint_seconds"] = float(sum(checkpointer.save_seconds))
+    train_seconds = time.perf_counter() - train_start
+    eval_start = time.perf_counter()
+    streamed = isinstance(data, StreamedViews)
+    state = host_local(state)  # several processes: each evaluates its own replica, locally
+    evaluation = evaluate_state(
+        state, pretrained.splits, config, seed=seed, max_rows=eval_max_rows if streamed else None
+    )
+    ps = pretrained.splits
+    resumed_steps = 0 if checkpointer is None else checkpointer.resumed_steps
+    result: dict[str, Any] = {
+        "dataset": dataset,
+        "seed": seed,
+        "n_samples": {"train": len(ps.train_labels), "val": len(ps.val_labels), "test": len(ps.test_labels)},
+        "view_dims": list(data.view_dims),
+        "test": evaluation.metrics,
+        "timing": {"train_seconds": train_seconds, **stage_seconds, "eval_seconds": time.perf_counter() - eval_start},
+        "training": {
+            **history.as_dict(),
+            "resumed_from_epoch": None if checkpointer is None else checkpointer.resumed_from,
+            **({"resumed_from_step": resumed_steps} if resumed_steps else {}),
+        },
+        "config": config_to_dict(config),
+        "resolved_defaults": resolved,
+        "environment": environment_info(),
+    }
+    present = data.present if isinstance(data, MultiViewData) else None
+    if present is not None and not present.all():
+        result["missing_views"] = {"fraction_missing": (1.0 - present.mean(axis=0)).tolist()}
+    if isinstance(data, StreamedViews):  # i.e. streamed
+        result["stream"] = {"directory": str(data.source.directory), "storage_dtype": data.source.meta["dtype"]}
+    return RunOutputs(result=result, state=state, pretrained=pretrained, evaluation=evaluation, config=config)
+
+
+def _train_stages(
+    splits: PreparedSplits,
+    config: ExperimentConfig,
+    seed: int,
+    dataset: str,
+    ckpt_dir: Path | None,
+    resume: bool,
+    mesh: Mesh | None,
+) -> tuple[PretrainResult, TrainingCheckpointer | None, SpecRaGEState, History, float]:
+    """The pre-training stages, then SpecRaGE (and the seconds it took), checkpointing into
+    ``ckpt_dir`` (resuming from it)."""
+    pretrained = _pretrain_for_run(splits, config, seed=seed, ckpt_dir=ckpt_dir, resume=resume)
     fit_start = time.perf_counter()
     checkpointer = None
     if ckpt_dir is not None:
@@ -451,35 +519,4 @@ def train_and_evaluate(
     finally:
         if checkpointer is not None:
             checkpointer.close()
-    stage_seconds["specrage_seconds"] = time.perf_counter() - fit_start
-    if checkpointer is not None:
-        stage_seconds["checkpoint_seconds"] = float(sum(checkpointer.save_seconds))
-    train_seconds = time.perf_counter() - train_start
-    eval_start = time.perf_counter()
-    streamed = isinstance(data, StreamedViews)
-    state = host_local(state)  # several processes: each evaluates its own replica, locally
-    evaluation = evaluate_state(
-        state, pretrained.splits, config, seed=seed, max_rows=eval_max_rows if streamed else None
-    )
-    ps = pretrained.splits
-    result: dict[str, Any] = {
-        "dataset": dataset,
-        "seed": seed,
-        "n_samples": {"train": len(ps.train_labels), "val": len(ps.val_labels), "test": len(ps.test_labels)},
-        "view_dims": list(data.view_dims),
-        "test": evaluation.metrics,
-        "timing": {"train_seconds": train_seconds, **stage_seconds, "eval_seconds": time.perf_counter() - eval_start},
-        "training": {
-            **history.as_dict(),
-            "resumed_from_epoch": None if checkpointer is None else checkpointer.resumed_from,
-        },
-        "config": config_to_dict(config),
-        "resolved_defaults": resolved,
-        "environment": environment_info(),
-    }
-    present = data.present if isinstance(data, MultiViewData) else None
-    if present is not None and not present.all():
-        result["missing_views"] = {"fraction_missing": (1.0 - present.mean(axis=0)).tolist()}
-    if isinstance(data, StreamedViews):  # i.e. streamed
-        result["stream"] = {"directory": str(data.source.directory), "storage_dtype": data.source.meta["dtype"]}
-    return RunOutputs(result=result, state=state, pretrained=pretrained, evaluation=evaluation, config=config)
+    return pretrained, checkpointer, state, history, time.perf_counter() - fit_start

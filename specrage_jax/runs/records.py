@@ -121,7 +121,8 @@ def check_resume(
 
 def start_run(ckpt_dir: Path, record: dict[str, Any], *, resume: bool) -> None:
     """Checks and writes OUT/checkpoints/run.json. A fresh run refuses to overwrite the checkpoints of
-    a run that was interrupted (status 'running'); those of a finished or failed run are replaced."""
+    a run that was interrupted (status 'running', or 'preempted': stopped by a signal after a
+    checkpoint); those of a finished or failed run are replaced."""
     run_file = ckpt_dir / RUN_RECORD
     earlier: dict[str, Any] = {}
     if not resume and run_file.is_file():
@@ -129,7 +130,7 @@ def start_run(ckpt_dir: Path, record: dict[str, Any], *, resume: bool) -> None:
             earlier = json.loads(run_file.read_text())
         except ValueError:
             pass
-    if primary_decides(earlier.get("status") == "running"):
+    if primary_decides(earlier.get("status") in ("running", "preempted")):
         raise CheckpointError(
             f"{ckpt_dir} holds the checkpoints of an interrupted run "
             f"({earlier.get('dataset')}, seed {earlier.get('seed')}); continue it with "

@@ -59,12 +59,13 @@ from specrage_jax.training.checkpoint_files import (
     write_file_manifest,
 )
 from specrage_jax.training.distributed import barrier, host_local, is_primary, primary_decides, shared_token
-from specrage_jax.training.loop import FitProgress, History
+from specrage_jax.training.loop import EpochPart, FitProgress, History
 from specrage_jax.training.schedule import PlateauState
 
 MODEL_FORMAT_VERSION = 1
 TRAINING_FORMAT_VERSION = 1
 RNG_SCHEME = "numpy default_rng([seed, epoch, stream]); stream 0 gradient batches, 1 ortho batches"
+WITHIN_EPOCH = "within_epoch"  # checkpoints written within an epoch (a preemption): within_epoch/step_<steps>
 
 
 # --- pytrees <-> nested dicts of host arrays ------------------------------------------------
@@ -312,13 +313,30 @@ class TrainingCheckpoint:
 
 
 def _progress_record(progress: FitProgress) -> dict[str, Any]:
-    return {
+    record = {
         "epochs_done": progress.epochs_done,
         "learning_rate": progress.learning_rate,
         "plateau": {"best": progress.plateau.best, "bad_epochs": progress.plateau.bad_epochs},
         "history": progress.history.as_dict(),
         "rng": {"seed": progress.seed, "next_epoch": progress.epochs_done, "scheme": RNG_SCHEME},
     }
+    if progress.partial is not None:  # float32 values as JSON floats: exact both ways
+        record["partial_epoch"] = {
+            "steps_done": progress.partial.steps_done,
+            "losses": progress.partial.losses.tolist(),
+            "view_weights": progress.partial.view_weights.tolist(),
+        }
+    return record
+
+
+def _part_from_record(record: Mapping[str, Any] | None) -> EpochPart | None:
+    if record is None:
+        return None
+    return EpochPart(
+        steps_done=int(record["steps_done"]),
+        losses=np.asarray(record["losses"], np.float32),
+        view_weights=np.asarray(record["view_weights"], np.float32).reshape(int(record["steps_done"]), -1),
+    )
 
 
 def _progress_from_record(record: Mapping[str, Any], where: Path) -> FitProgress:
@@ -331,6 +349,7 @@ def _progress_from_record(record: Mapping[str, Any], where: Path) -> FitProgress
             ),
             history=History.from_dict(record["history"]),
             seed=int(record["rng"]["seed"]),
+            partial=_part_from_record(record.get("partial_epoch")),
         )
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"checkpoint {where}: its training progress record is incomplete ({err})") from None
@@ -338,7 +357,8 @@ def _progress_from_record(record: Mapping[str, Any], where: Path) -> FitProgress
 
 class TrainingCheckpointer:
     """Periodic training checkpoints in ``directory/epoch_<N>`` (N = epochs done), the newest
-    ``keep`` kept, via orbax ``CheckpointManager``.
+    ``keep`` kept, via orbax ``CheckpointManager``; a checkpoint within an epoch (training stopped
+    by a signal) in ``directory/within_epoch/step_<S>`` (S = steps done in all), the newest kept.
 
     Saves are asynchronous by default: training waits only for a host copy of the arrays; orbax
     writes and commits (renames) the step in the background, and its file manifest is written once
@@ -375,7 +395,8 @@ class TrainingCheckpointer:
         self.model_config = model_config
         self.save_seconds: list[float] = []
         self.resumed_from: int | None = None
-        self._pending: int | None = None
+        self.resumed_steps = 0  # steps into epoch ``resumed_from`` (a checkpoint written within it)
+        self._pending: Path | None = None
         self._structure: dict[str, Any] | None = None
         self.directory.mkdir(parents=True, exist_ok=True)
         options = ocp.CheckpointManagerOptions(
@@ -386,6 +407,8 @@ class TrainingCheckpointer:
             create=True,
         )
         self._manager = ocp.CheckpointManager(self.directory, options=options)
+        self._asynchronous = asynchronous
+        self._within: ocp.CheckpointManager | None = None
 
     def __enter__(self) -> TrainingCheckpointer:
         return self
@@ -397,13 +420,38 @@ class TrainingCheckpointer:
         """Waits for the last save to be committed and writes its file manifest."""
         self.wait()
         self._manager.close()
+        if self._within is not None:
+            self._within.close()
 
     def wait(self) -> None:
         """Blocks until every started save is committed (and its file manifest written)."""
         self._manager.wait_until_finished()
-        if self._pending is not None and is_primary() and self.step_dir(self._pending).is_dir():
-            write_file_manifest(self.step_dir(self._pending))
+        if self._within is not None:
+            self._within.wait_until_finished()
+        if self._pending is not None and is_primary() and self._pending.is_dir():
+            write_file_manifest(self._pending)
         self._pending = None
+
+    def within_epoch_manager(self) -> ocp.CheckpointManager:
+        """The orbax manager of the checkpoints written within an epoch (created on first use)."""
+        if self._within is None:
+            options = ocp.CheckpointManagerOptions(
+                max_to_keep=1,
+                step_prefix="step",
+                enable_async_checkpointing=self._asynchronous,
+                cleanup_tmp_directories=True,
+                create=True,
+            )
+            self._within = ocp.CheckpointManager(self.directory / WITHIN_EPOCH, options=options)
+        return self._within
+
+    def within_epoch_dirs(self) -> list[Path]:
+        """The committed checkpoints written within an epoch."""
+        if not (self.directory / WITHIN_EPOCH).is_dir():
+            return []
+        manager = self.within_epoch_manager()
+        manager.reload()
+        return [self.directory / WITHIN_EPOCH / f"step_{step}" for step in manager.all_steps()]
 
     def step_dir(self, epochs_done: int) -> Path:
         return self.directory / f"epoch_{epochs_done}"
@@ -427,7 +475,8 @@ class TrainingCheckpointer:
         return True
 
     def save(self, state: SpecRaGEState, progress: FitProgress) -> Path:
-        """Starts saving ``state`` and ``progress`` as ``epoch_<progress.epochs_done>``; returns its path."""
+        """Starts saving ``state`` and ``progress`` as ``epoch_<progress.epochs_done>``, or within an
+        epoch (``progress.partial``) as ``within_epoch/step_<steps done>``; returns its path."""
         start = time.perf_counter()
         self.wait()
         state = host_local(state)  # several processes: each passes its replica, orbax writes once
@@ -445,15 +494,20 @@ class TrainingCheckpointer:
             "items": [ARRAYS_ITEM],
             "checksums": array_checksums(nested, ARRAYS_ITEM),
         }
-        step = progress.epochs_done
         args = ocp.args.Composite(
             **{ARRAYS_ITEM: ocp.args.StandardSave(nested), RECORD_ITEM: ocp.args.JsonSave(record)}
         )
-        self._manager.save(step, args=args, force=True)
-        self._pending = step
+        manager, step, path = self._manager, progress.epochs_done, self.step_dir(progress.epochs_done)
+        if progress.partial is not None:
+            manager, step = self.within_epoch_manager(), progress.history.steps + progress.steps_done
+            path = self.directory / WITHIN_EPOCH / f"step_{step}"
+        if step in manager.all_steps():  # stopped again where a checkpoint was: it holds this state
+            return path
+        manager.save(step, args=args, force=True)
+        self._pending = path
         self._last_save = time.monotonic()
         self.save_seconds.append(time.perf_counter() - start)
-        return self.step_dir(step)
+        return path
 
     def restore(self, epochs_done: int, template: SpecRaGEState) -> TrainingCheckpoint:
         """The checkpoint after ``epochs_done`` epochs, into ``template``'s structure.
@@ -461,7 +515,10 @@ class TrainingCheckpointer:
         Raises:
           CheckpointError: missing, damaged or incompatible (another model, format or version).
         """
-        path = self.step_dir(epochs_done)
+        return self.restore_dir(self.step_dir(epochs_done), template)
+
+    def restore_dir(self, path: Path, template: SpecRaGEState) -> TrainingCheckpoint:
+        """The training checkpoint in ``path`` (see :meth:`restore`)."""
         record = read_record(path)
         check_compatible(record, kind="training", max_version=TRAINING_FORMAT_VERSION, where=path)
         expected = structure_record(template, self.model_config)
@@ -482,13 +539,23 @@ class TrainingCheckpointer:
             metadata=dict(record.get("metadata", {})),
         )
 
-    def unreadable_name(self, epochs_done: int) -> Path:
-        """Where a damaged checkpoint is moved: ``epoch_<N>.unreadable-<its write time, UTC>-<token>``.
+    def unreadable_name(self, path: Path) -> Path:
+        """Where a damaged checkpoint is moved: ``<name>.unreadable-<its write time, UTC>-<token>``.
         The time is the directory's own, not a clock's, so every process of a group names it alike."""
-        written = time.gmtime(self.step_dir(epochs_done).stat().st_mtime)
-        return self.step_dir(epochs_done).with_name(
-            f"epoch_{epochs_done}.unreadable-{time.strftime('%Y%m%d-%H%M%S', written)}-{shared_token()[:6]}"
-        )
+        written = time.gmtime(path.stat().st_mtime)
+        return path.with_name(f"{path.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S', written)}-{shared_token()[:6]}")
+
+    def candidates(self) -> list[tuple[tuple[int, int], Path]]:
+        """((epochs done, steps done in the next epoch), directory) of every committed checkpoint,
+        newest first."""
+        found = [((epochs_done, 0), self.step_dir(epochs_done)) for epochs_done in self.epochs()]
+        for path in self.within_epoch_dirs():
+            try:
+                record = read_record(path)
+                found.append(((int(record["epochs_done"]), int(record["partial_epoch"]["steps_done"])), path))
+            except (CheckpointError, KeyError, TypeError, ValueError):
+                found.append(((-1, 0), path))  # unreadable: tried last, then moved aside
+        return sorted(found, key=lambda item: item[0], reverse=True)
 
     def restore_latest(self, template: SpecRaGEState) -> TrainingCheckpoint | None:
         """The newest checkpoint that restores cleanly, or None when there is none.
@@ -499,22 +566,25 @@ class TrainingCheckpointer:
         """
         self.wait()
         skipped = []
-        for epochs_done in reversed(self.epochs()):
+        for (epochs_done, _), path in self.candidates():
             try:
-                restored = self.restore(epochs_done, template)
+                restored = self.restore_dir(path, template)
             except CheckpointError as err:
                 if "corrupted" not in str(err) and "incomplete" not in str(err):
                     raise
-                aside = self.unreadable_name(epochs_done)
-                barrier(f"read {self.step_dir(epochs_done)}")  # every process has tried it
+                aside = self.unreadable_name(path)
+                barrier(f"read {path}")  # every process has tried it
                 if is_primary():
-                    os.rename(self.step_dir(epochs_done), aside)
+                    os.rename(path, aside)
                 barrier(f"moved {aside}")
                 skipped.append(f"{err} (moved to {aside.name})")
                 continue
             finally:
                 self._manager.reload()
-            self.resumed_from = epochs_done
+                if self._within is not None:
+                    self._within.reload()
+            self.resumed_from = restored.progress.epochs_done
+            self.resumed_steps = restored.progress.steps_done
             if skipped:
                 warnings.warn(
                     f"skipped damaged training checkpoints: {'; '.join(skipped)}; resuming from "

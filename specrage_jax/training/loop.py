@@ -26,6 +26,7 @@ from specrage_jax.data.lazy import check_streamed_views, is_streamed, streamed_m
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances, without_copies
 from specrage_jax.ops.objective import batch_affinities, edge_graph
+from specrage_jax.training import preemption
 from specrage_jax.training.device_epoch import (
     EpochMetrics,
     put_training_data,
@@ -101,22 +102,42 @@ class History:
 
 
 @dataclass(frozen=True)
+class EpochPart:
+    """The steps of an epoch taken before training stopped within it (a preemption): how many,
+    and their losses (steps,) and mean view weights (steps, V), which the epoch's record averages."""
+
+    steps_done: int
+    losses: np.ndarray
+    view_weights: np.ndarray
+
+
+@dataclass(frozen=True)
 class FitProgress:
-    """Where :func:`train_loop` stands after ``epochs_done`` epochs: everything besides the state's arrays
-    that the rest of the run depends on. Passed to ``train_loop(resume=...)`` it continues the run
-    exactly (the batch streams are functions of ``(seed, epoch)``)."""
+    """Where :func:`train_loop` stands after ``epochs_done`` epochs (and ``partial.steps_done``
+    steps of the next, when stopped within it): everything besides the state's arrays that the
+    rest of the run depends on. Passed to ``train_loop(resume=...)`` it continues the run exactly
+    (the batch streams are functions of ``(seed, epoch)``)."""
 
     epochs_done: int
     learning_rate: float  # NaN where the optimizer keeps its rate to itself (no plateau schedule)
     plateau: PlateauState
     history: History
     seed: int
+    partial: EpochPart | None = None
+
+    @property
+    def steps_done(self) -> int:
+        """Steps taken in epoch ``epochs_done`` (0 at an epoch boundary)."""
+        return 0 if self.partial is None else self.partial.steps_done
 
 
 class EpochCheckpointer(Protocol):
-    """What :func:`train_loop` calls after every epoch (``checkpoint.TrainingCheckpointer`` is one)."""
+    """What :func:`train_loop` calls after every epoch (``checkpoint.TrainingCheckpointer`` is one),
+    and ``save`` when a signal stops training (within an epoch too)."""
 
     def maybe_save(self, state: SpecRaGEState, progress: FitProgress) -> bool: ...
+
+    def save(self, state: SpecRaGEState, progress: FitProgress) -> Any: ...
 
 
 def epoch_rngs(seed: int, epoch: int) -> tuple[np.random.Generator, np.random.Generator]:
@@ -310,6 +331,7 @@ def train_loop(
     checkpointer: EpochCheckpointer | None = None,
     resume: FitProgress | None = None,
     mesh: Mesh | None = None,
+    handle_signals: bool = True,
 ) -> tuple[SpecRaGEState, History]:
     """Trains ``state`` (Algorithm 1): per step, an ortho_step on one batch, then a grad_step on
     an independently drawn batch, each update by the state's optimizer (``state.tx``); after each
@@ -376,57 +398,68 @@ def train_loop(
         initial=start_epoch,
         total=config.epochs,
     )
-    for epoch in bar:
-        start = time.perf_counter()
-        grad_rng, ortho_rng = epoch_rngs(seed, epoch)
-        grad_idx = batch_indices(n, m, steps, grad_rng)
-        ortho_idx = batch_indices(n, m, steps, ortho_rng)
-        if whole_set is not None:
-            state, epoch_metrics = _whole_set_epoch(state, whole_set, steps)
-        elif device_data is None:
-            state, epoch_metrics = _host_epoch(state, train_views, train_codes, ortho_idx, grad_idx, mesh, train_mask)
+    with preemption.watch(handle_signals) as watch:
+        for epoch in bar:
+            start = time.perf_counter()
+            first = resume.steps_done if resume is not None and epoch == start_epoch else 0
+            grad_rng, ortho_rng = epoch_rngs(seed, epoch)
+            grad_idx = batch_indices(n, m, steps, grad_rng)[first:]
+            ortho_idx = batch_indices(n, m, steps, ortho_rng)[first:]
+            if whole_set is not None:
+                state, epoch_metrics = _whole_set_epoch(state, whole_set, steps - first, watch)
+            elif device_data is None:
+                state, epoch_metrics = _host_epoch(
+                    state, train_views, train_codes, ortho_idx, grad_idx, mesh, train_mask, watch
+                )
+            else:
+                state, epoch_metrics = train_epoch_on_device(state, device_data, ortho_idx, grad_idx, mesh)
+                watch.requested()  # one compiled epoch: stops at its end
+            part = _epoch_part(resume.partial if first and resume is not None else None, epoch_metrics)
+            if part.steps_done < steps:  # stopped within the epoch
+                progress = FitProgress(epoch, lr, plateau, history.copy(), seed, partial=part)
+                done = part.steps_done
+                where = f"at step {history.steps + done}, {done} of {steps} steps into epoch {epoch + 1}"
+                raise _stopped(watch, state, progress, checkpointer, where)
+            train_loss = float(jnp.mean(jnp.asarray(part.losses)))
+            if not math.isfinite(train_loss):
+                raise FloatingPointError(
+                    f"epoch {epoch}: training loss became {train_loss}; lower train.learning_rate "
+                    f"or check the inputs for extreme values"
+                )
+            val_loss = validation_loss(host_local(state), val_views, val_codes, m, val_mask)  # every process, its own
+            monitored = val_loss if math.isfinite(val_loss) else train_loss
+            record = EpochRecord(
+                epoch=epoch,
+                train_loss=train_loss,
+                val_loss=val_loss,
+                learning_rate=lr,
+                seconds=time.perf_counter() - start,
+                view_weights=tuple(float(w) for w in jnp.mean(jnp.asarray(part.view_weights), axis=0)),
+            )
+            history.epochs.append(record)
+            history.steps += steps
+            bar.set_postfix(loss=f"{train_loss:.4g}", val=f"{val_loss:.4g}", lr=f"{lr:.1e}")
+            if on_epoch_end is not None:
+                on_epoch_end(state, record)
+            if scheduled:
+                plateau, new_lr = plateau_update(
+                    plateau, monitored, lr, factor=config.lr_factor, patience=config.lr_patience
+                )
+                if should_stop(new_lr, config.min_lr):
+                    history.stop_reason = f"learning rate reached {config.min_lr:g} after epoch {epoch}"
+                    break
+                if new_lr != lr:
+                    lr = new_lr
+                    state = state.with_learning_rate(lr)
+            progress = FitProgress(epoch + 1, lr, plateau, history.copy(), seed)
+            if watch.stopping and epoch + 1 < config.epochs:  # the signal came in the epoch's last step
+                raise _stopped(
+                    watch, state, progress, checkpointer, f"at step {history.steps}, after epoch {epoch + 1}"
+                )
+            if checkpointer is not None:
+                checkpointer.maybe_save(state, progress)
         else:
-            state, epoch_metrics = train_epoch_on_device(state, device_data, ortho_idx, grad_idx, mesh)
-        train_loss = float(jnp.mean(epoch_metrics.losses))
-        if not math.isfinite(train_loss):
-            raise FloatingPointError(
-                f"epoch {epoch}: training loss became {train_loss}; lower train.learning_rate "
-                f"or check the inputs for extreme values"
-            )
-        val_loss = validation_loss(host_local(state), val_views, val_codes, m, val_mask)  # every process, its own
-        monitored = val_loss if math.isfinite(val_loss) else train_loss
-        record = EpochRecord(
-            epoch=epoch,
-            train_loss=train_loss,
-            val_loss=val_loss,
-            learning_rate=lr,
-            seconds=time.perf_counter() - start,
-            view_weights=tuple(float(w) for w in jnp.mean(epoch_metrics.view_weights, axis=0)),
-        )
-        history.epochs.append(record)
-        history.steps += steps
-        bar.set_postfix(loss=f"{train_loss:.4g}", val=f"{val_loss:.4g}", lr=f"{lr:.1e}")
-        if on_epoch_end is not None:
-            on_epoch_end(state, record)
-        if scheduled:
-            plateau, new_lr = plateau_update(
-                plateau, monitored, lr, factor=config.lr_factor, patience=config.lr_patience
-            )
-            if should_stop(new_lr, config.min_lr):
-                history.stop_reason = f"learning rate reached {config.min_lr:g} after epoch {epoch}"
-                break
-            if new_lr != lr:
-                lr = new_lr
-                state = state.with_learning_rate(lr)
-        if checkpointer is not None:
-            checkpointer.maybe_save(
-                state,
-                FitProgress(
-                    epochs_done=epoch + 1, learning_rate=lr, plateau=plateau, history=history.copy(), seed=seed
-                ),
-            )
-    else:
-        history.stop_reason = f"completed {config.epochs} epochs"
+            history.stop_reason = f"completed {config.epochs} epochs"
     bar.close()
     return state, history
 
@@ -453,13 +486,18 @@ def whole_set_batch(
 _graph_of = jax.jit(batch_affinities, static_argnums=2)
 
 
-def _whole_set_epoch(state: SpecRaGEState, batch: Batch, steps: int) -> tuple[SpecRaGEState, EpochMetrics]:
-    """``steps`` full-batch steps (:func:`steps.full_batch_step`) on the whole training set."""
+def _whole_set_epoch(
+    state: SpecRaGEState, batch: Batch, steps: int, watch: preemption.PreemptionWatch
+) -> tuple[SpecRaGEState, EpochMetrics]:
+    """``steps`` full-batch steps (:func:`steps.full_batch_step`) on the whole training set;
+    fewer when ``watch`` requests a stop."""
     losses, weights = [], []
     for _ in range(steps):
         state, metrics = full_batch_step(state, batch)
         losses.append(metrics["loss"])
         weights.append(metrics["view_weights"])
+        if watch.requested():
+            break
     return state, EpochMetrics(losses=jnp.stack(losses), view_weights=jnp.stack(weights))
 
 
@@ -471,9 +509,11 @@ def _host_epoch(
     grad_idx: np.ndarray,
     mesh: Mesh | None,
     mask: np.ndarray | None = None,
+    watch: preemption.PreemptionWatch | None = None,
 ) -> tuple[SpecRaGEState, EpochMetrics]:
     """One epoch of ``train_step`` on batches gathered on the host (arrays or streamed rows) and
-    copied to the device step by step; at most three steps in flight."""
+    copied to the device step by step; at most three steps in flight. Fewer steps when ``watch``
+    requests a stop."""
     losses, weights = [], []
     for s in range(ortho_idx.shape[0]):
         ortho_batch = take_batch(views, None, ortho_idx[s], mesh, mask)
@@ -483,7 +523,32 @@ def _host_epoch(
         if s >= 2:  # dispatch is asynchronous: bound the steps (and batches) in flight
             losses[s - 2].block_until_ready()
         weights.append(metrics["view_weights"])
+        if watch is not None and watch.requested():
+            break
     return state, EpochMetrics(losses=jnp.stack(losses), view_weights=jnp.stack(weights))
+
+
+def _epoch_part(earlier: EpochPart | None, metrics: EpochMetrics) -> EpochPart:
+    """The steps of an epoch so far as host arrays: ``earlier`` (a resumed epoch's first steps)
+    followed by ``metrics`` (this process's replica)."""
+    losses = np.asarray(host_local(metrics.losses))
+    weights = np.asarray(host_local(metrics.view_weights))
+    if earlier is not None:
+        losses = np.concatenate([earlier.losses.astype(losses.dtype), losses])
+        weights = np.concatenate([earlier.view_weights.astype(weights.dtype), weights])
+    return EpochPart(steps_done=len(losses), losses=losses, view_weights=weights)
+
+
+def _stopped(
+    watch: preemption.PreemptionWatch,
+    state: SpecRaGEState,
+    progress: FitProgress,
+    checkpointer: EpochCheckpointer | None,
+    where: str,
+) -> preemption.Preempted:
+    """The exception that ends a stopped run, once ``checkpointer`` (when given) saved ``progress``."""
+    path = None if checkpointer is None else checkpointer.save(state, progress)
+    return preemption.Preempted(where, signal_name=watch.name(), checkpoint=path, state=state, progress=progress)
 
 
 def check_train_config(config: TrainConfig) -> None:

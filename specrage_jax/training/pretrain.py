@@ -12,6 +12,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from specrage_jax.nets.netstate import NetState
+from specrage_jax.training import preemption
 
 HOLDOUT_FRACTION = 0.05  # items held out to decide when a stage stops
 HOLDOUT_MAX = 4096
@@ -88,12 +89,15 @@ def run_minibatch_epochs(
     held_losses: list[float] = []
     best, bad = np.inf, 0
     bar = tqdm(range(epochs), desc=desc, unit="epoch", disable=not progress, leave=False)
+    watch = preemption.active()
     for _ in bar:
         order = train_items[rng.permutation(train_items.size)]
         epoch_losses = []
         for start in range(0, order.size - m + 1, m):
             state, batch_loss = step(state, tuple(jnp.asarray(a) for a in take(order[start : start + m])))
             epoch_losses.append(batch_loss)
+            if watch.requested():  # a stage is not resumed mid-way: nothing to save
+                raise preemption.Preempted(f"in {desc}", signal_name=watch.name())
         losses.append(float(jnp.mean(jnp.stack(epoch_losses))))
         if not np.isfinite(losses[-1]):
             raise FloatingPointError(f"{desc}: loss became {losses[-1]}; lower the learning rate")

@@ -24,6 +24,7 @@ from specrage_jax.config import AUTO, ExperimentConfig
 from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.overrides import config_to_dict
 from specrage_jax.training import checkpoint_files as files
+from specrage_jax.training import preemption
 from specrage_jax.training.autoencoder import train_autoencoder
 from specrage_jax.training.checkpoint_files import CheckpointError
 from specrage_jax.training.siamese import (
@@ -65,8 +66,19 @@ def pretrain_nets(
 ) -> tuple[PretrainedNets, dict[str, float]]:
     """Trains the enabled stages on the training rows (views (n, d_v)) in the paper's order; a
     stage whose nets are in ``restored`` (a resumed run) is not retrained. Returns the nets and
-    the seconds each stage took (training and encoding the training rows)."""
-    restored = restored or PretrainedNets()
+    the seconds each stage took (training and encoding the training rows).
+
+    A SIGTERM or SIGINT stops the stage in progress after its current step and raises
+    :class:`preemption.Preempted`; a stage is not resumed mid-way (its nets train again), but the
+    autoencoders, when done, are in the exception's ``completed``."""
+    with preemption.watch():  # SIGTERM / SIGINT stop the stage in progress at a step boundary
+        return _pretrain_stages(train_views, config, seed=seed, restored=restored or PretrainedNets())
+
+
+def _pretrain_stages(
+    train_views: Sequence[Any], config: ExperimentConfig, *, seed: int, restored: PretrainedNets
+) -> tuple[PretrainedNets, dict[str, float]]:
+    """:func:`pretrain_nets` inside its preemption watch."""
     timings: dict[str, float] = {}
     autoencoders = siamese = None
     inputs = tuple(train_views)
@@ -80,7 +92,11 @@ def pretrain_nets(
         timings["autoencoder_seconds"] = time.perf_counter() - start
     if config.siamese.enabled:
         start = time.perf_counter()
-        siamese = restored.siamese or train_siamese_nets(inputs, config, seed=seed)
+        try:
+            siamese = restored.siamese or train_siamese_nets(inputs, config, seed=seed)
+        except preemption.Preempted as err:  # the autoencoders are done: a resume need not retrain them
+            err.completed = PretrainedNets(autoencoders, None) if autoencoders is not None else None
+            raise
         timings["siamese_seconds"] = time.perf_counter() - start
     return PretrainedNets(autoencoders, siamese), timings
 
