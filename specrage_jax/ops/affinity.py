@@ -60,6 +60,19 @@ def without_copies(x: jax.Array, d2: jax.Array) -> jax.Array:
     return jnp.where(copies & ~kept, jnp.inf, d2)
 
 
+def neighbor_sq_distances(x: jax.Array, *, present: jax.Array | None = None, distinct: bool = False) -> jax.Array:
+    """The squared distances the l nearest neighbours are picked from: x (m, d) -> (m, m), +inf
+    between rows of which one lacks the view (``present`` (m,) bool) and, with ``distinct``,
+    between a row and all but its first copy (:func:`without_copies`)."""
+    if present is None:
+        d2 = pairwise_sq_distances(x)
+    else:
+        chex.assert_shape(present, (x.shape[0],))
+        both = present[:, None] & present[None, :]
+        d2 = jnp.where(both, pairwise_sq_distances(jnp.where(present[:, None], x, 0.0)), jnp.inf)
+    return without_copies(x, d2) if distinct else d2
+
+
 def nearest_neighbors(d2: jax.Array, n_neighbors: int, *, include_self: bool = False) -> tuple[jax.Array, jax.Array]:
     """The l nearest neighbours of every row by squared distance.
 
@@ -163,14 +176,7 @@ def knn_gaussian_affinity(
     """
     chex.assert_rank(x, 2)
     m = x.shape[0]
-    if present is None:
-        d2 = pairwise_sq_distances(x)
-    else:
-        chex.assert_shape(present, (m,))
-        both = present[:, None] & present[None, :]
-        d2 = jnp.where(both, pairwise_sq_distances(jnp.where(present[:, None], x, 0.0)), jnp.inf)
-    if distinct:
-        d2 = without_copies(x, d2)
+    d2 = neighbor_sq_distances(x, present=present, distinct=distinct)
     knn_d2, idx = nearest_neighbors(d2, n_neighbors, include_self=include_self)  # absent rows: at inf
     if scale is None:
         scale = (

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from specrage_jax.config import ExperimentConfig, GraphConfig, TrainConfig, unresolved_message
 from specrage_jax.data.lazy import check_streamed_views, is_streamed, streamed_mask
 from specrage_jax.nets.state import SpecRaGEState
-from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances, without_copies
+from specrage_jax.ops.affinity import nearest_neighbors, neighbor_sq_distances
 from specrage_jax.ops.objective import batch_affinities, edge_graph
 from specrage_jax.training import preemption
 from specrage_jax.training.device_epoch import (
@@ -226,10 +226,7 @@ def estimate_view_scales(codes: Sequence[np.ndarray], graph: GraphConfig, batch_
         dists = []
         for _ in range(1 if m >= n else graph.scale_sample_batches):
             idx = rng.choice(n, size=m, replace=False)
-            sample = jnp.asarray(x[idx])
-            d2 = pairwise_sq_distances(sample)
-            if graph.distinct_neighbors:
-                d2 = without_copies(sample, d2)
+            d2 = neighbor_sq_distances(jnp.asarray(x[idx]), distinct=graph.distinct_neighbors)
             knn_d2, _ = nearest_neighbors(d2, graph.n_neighbors, include_self=graph.include_self)
             dists.append(np.sqrt(np.asarray(knn_d2[:, graph.sigma_neighbor - 1])))
         pooled = np.concatenate(dists)
