@@ -33,7 +33,7 @@ FUSIONS = ("weighting", "average", "linear", "concat", "attention")
 OUTPUT_ROWS = ("raw", "unit")
 MISSING_VIEW_DEGREES = ("views", "samples", "none")  # graph.missing_view_degrees
 SIAMESE_POSITIVES = ("own", "joint")  # siamese.positives: each view's own neighbours, or all views' together
-PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2")
+PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "idf_l2")
 AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.training.defaults)
 
 

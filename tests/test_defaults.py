@@ -84,6 +84,23 @@ def test_auto_picks_svd_for_sparse_views_and_standard_l2_for_dense_ones():
     assert auto_view_kind(dense[:, :4]) == "standard_l2"
     assert auto_view_kind(np.zeros((120, 30))) == "standard"  # a constant view: nothing to reduce
     assert auto_view_kind(counts, sparse_below=0.01) == "standard_l2"  # the threshold is a setting
+    assert auto_view_kind(counts[:, :80]) == "idf_l2"  # sparse but no wider than the SVD's rank
+    assert auto_view_kind(counts[:, :80], svd_components=50) == "svd_l2"  # ... which is a setting
+
+
+def test_idf_scaler_weights_rare_terms_up_and_keeps_empty_rows_empty():
+    x = np.zeros((10, 4))
+    x[:, 0] = 1.0  # a term in every row
+    x[:2, 1] = 1.0  # a term in two rows
+    x[:5, 2] = 1.0
+    x[9] = 0.0  # an empty row
+    (scaler,) = fit_view_scalers([x], "idf_l2")
+    out = scaler.transform(x)
+    assert scaler.kind == "idf_l2" and out.shape == (10, 4) and out.dtype == np.float32
+    assert np.all(out[9] == 0.0)  # no centring: empty stays empty (standard_l2 would move it)
+    np.testing.assert_allclose(np.linalg.norm(out[:9], axis=1), 1.0, rtol=1e-6)
+    assert out[0, 1] > out[0, 2] > out[0, 0] > 0.0  # rarer term, larger weight in the same row
+    assert scaler.transform(x[:3]).tolist() == out[:3].tolist()  # fitted once, applied row by row
 
 
 def test_svd_scaler_reduces_to_unit_rows_and_round_trips():

@@ -18,14 +18,15 @@ from sklearn.decomposition import TruncatedSVD
 
 from specrage_jax.validation import as_view_arrays, has_no_rows, present_rows
 
-SCALER_KINDS = ("standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "auto")
+SCALER_KINDS = ("standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "idf_l2", "auto")
 ROW_NORMALIZING_KINDS = {"l2": "none", "standard_l2": "standard"}  # kind -> the feature scaling before it
 SPARSE_KIND, DENSE_KIND = "svd_l2", "standard_l2"  # what auto picks for sparse and for dense views
+NARROW_SPARSE_KIND = "idf_l2"  # ... and for a sparse view no wider than the SVD's rank
 
 
 def normalizes_rows(kind: str) -> bool:
     """Whether a fixed `data.preprocess` kind ends by scaling every row to unit L2 norm."""
-    return kind in ROW_NORMALIZING_KINDS or kind == "svd_l2"
+    return kind in ROW_NORMALIZING_KINDS or kind in ("svd_l2", "idf_l2")
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
@@ -46,18 +47,30 @@ def fraction_nonzero(view: np.ndarray) -> float:
 MIN_FEATURES_FOR_UNIT_ROWS = 4
 
 
-def auto_view_kind(view: np.ndarray, *, sparse_below: float = 0.1) -> str:
+def auto_view_kind(view: np.ndarray, *, sparse_below: float = 0.1, svd_components: int = 100) -> str:
     """The preprocessing ``auto`` gives one view (n, d): ``svd_l2`` for a sparse view (fewer
-    than ``sparse_below`` of its entries nonzero: bag-of-words, counts, graph adjacency rows),
-    where cosine geometry in a low-rank subspace is what carries the neighbourhoods;
-    ``standard_l2`` otherwise (every feature on one scale, then cosine geometry); ``standard`` for
-    a view of fewer than MIN_FEATURES_FOR_UNIT_ROWS features (at one feature unit rows would all
-    be +-1; at two or three they fold points off the data onto it), and for a constant view (no
-    geometry to keep)."""
+    than ``sparse_below`` of its entries nonzero: bag-of-words, counts, graph adjacency rows)
+    wider than ``svd_components``, where cosine geometry in a low-rank subspace is what carries
+    the neighbourhoods; ``idf_l2`` for a sparse view at most that wide (an annotation or keyword
+    view of a few dozen terms: the SVD would keep nearly every direction, so nothing evens out
+    the terms' frequencies but their inverse document frequency; zeros stay zeros, so an empty
+    row stays empty); ``standard_l2`` otherwise (every feature on one scale, then cosine
+    geometry); ``standard`` for a view of fewer than MIN_FEATURES_FOR_UNIT_ROWS features (at one
+    feature unit rows would all be +-1; at two or three they fold points off the data onto it),
+    and for a constant view (no geometry to keep)."""
     x = np.asarray(view)
     if x.shape[1] < MIN_FEATURES_FOR_UNIT_ROWS or x.shape[0] < 2 or np.ptp(x, axis=0).max() == 0:
         return "standard"
-    return SPARSE_KIND if fraction_nonzero(x) < sparse_below else DENSE_KIND
+    if fraction_nonzero(x) >= sparse_below:
+        return DENSE_KIND
+    return SPARSE_KIND if x.shape[1] > svd_components else NARROW_SPARSE_KIND
+
+
+def inverse_document_frequency(x: np.ndarray) -> np.ndarray:
+    """Smoothed IDF of each column of x (n, d): ``log((1 + n) / (1 + df)) + 1``, df the rows
+    where the column is nonzero; (d,) float64, at least 1."""
+    document_frequency = np.count_nonzero(x, axis=0)
+    return np.log((1.0 + x.shape[0]) / (1.0 + document_frequency)) + 1.0
 
 
 @dataclass(frozen=True)
@@ -142,7 +155,7 @@ def fit_view_scaler(view: np.ndarray, kind: str, *, svd_components: int = 100, s
     view is missing for that sample) are left out of the fit, and stay all NaN when applied."""
     view = present_rows(view)
     if kind == "auto":
-        kind = auto_view_kind(view, sparse_below=sparse_below)
+        kind = auto_view_kind(view, sparse_below=sparse_below, svd_components=svd_components)
     if kind in ROW_NORMALIZING_KINDS:
         return replace(fit_view_scaler(view, ROW_NORMALIZING_KINDS[kind]), unit_rows=True, kind=kind)
     x = np.asarray(view, dtype=np.float64)
@@ -161,6 +174,9 @@ def fit_view_scaler(view: np.ndarray, kind: str, *, svd_components: int = 100, s
             components=svd.components_.T.astype(np.float64),
             kind=kind,
         )
+    if kind == "idf_l2":
+        scale = 1.0 / inverse_document_frequency(x)
+        return ViewScaler(offset=np.zeros(x.shape[1]), scale=scale, unit_rows=True, kind=kind)
     if kind == "standard":
         offset, scale = x.mean(axis=0), x.std(axis=0)
     elif kind == "minmax":
@@ -179,7 +195,8 @@ def fit_view_scalers(
 
     kind: "standard" (zero mean, unit std), "minmax" (range [0, 1]), "none" (identity), "l2" (rows
     to unit L2 norm), "standard_l2" (standard, then rows to unit norm), "svd_l2" (rows to unit
-    norm, TruncatedSVD to ``svd_components`` dimensions, rows to unit norm) or "auto" (per view:
+    norm, TruncatedSVD to ``svd_components`` dimensions, rows to unit norm), "idf_l2" (each column
+    times its inverse document frequency, then rows to unit norm) or "auto" (per view:
     :func:`auto_view_kind`).
     """
     if kind not in SCALER_KINDS:

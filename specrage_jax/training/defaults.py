@@ -670,7 +670,10 @@ def describe_preprocessing(kinds: Sequence[str], requested: str) -> dict[str, An
     return {
         "data.preprocess": {
             "value": list(kinds),
-            "why": "per view: svd_l2 where fewer than data.sparse_below of the entries are nonzero, else standard_l2",
+            "why": (
+                "per view: where fewer than data.sparse_below of the entries are nonzero, svd_l2 if wider "
+                "than data.svd_components, else idf_l2; standard_l2 for dense views"
+            ),
         }
     }
 
