@@ -20,8 +20,10 @@ demo: $(STAMP)
 # The test command (README, CI): lint, format, types and the docs build, then the test suite.
 test: lint typecheck docs pytest
 
+# Two pytest-xdist workers (a test file stays on one worker, so its module fixtures are built once).
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q --durations=15
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check specrage_jax tests experiments docs/build.py
