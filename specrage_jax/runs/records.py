@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import shutil
 import zlib
 from pathlib import Path
@@ -29,13 +30,19 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def environment_info() -> dict[str, str]:
+def environment_info() -> dict[str, Any]:
+    """Python, JAX, backend, devices and machine, and the process's peak memory so far: host
+    (``peak_host_bytes``, the resident set's high-water mark) and, where the backend reports it
+    (GPU, TPU), the first local device's (``peak_device_bytes``; None on a CPU)."""
+    stats = jax.local_devices()[0].memory_stats() or {}
     return {
         "python": platform.python_version(),
         "jax": jax.__version__,
         "backend": jax.default_backend(),
         "devices": str(jax.devices()),
         "machine": platform.machine(),
+        "peak_host_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,  # Linux: KiB
+        "peak_device_bytes": stats.get("peak_bytes_in_use"),
     }
 
 
