@@ -1,0 +1,46 @@
+"""experiments/infinitemnist_curve.py without training: the command it runs, how it merges runs
+into the results file, and the figure it draws."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "infinitemnist_curve.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("infinitemnist_curve", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def record(n: int, seed: int, kind: str, acc: float) -> dict:
+    return {"n": n, "seed": seed, "device_kind": kind, "kmeans_acc": acc}
+
+
+def test_the_command_is_one_cli_run_of_the_size_with_every_setting(tmp_path):
+    command = load_script().train_command(20000, 3, "DATA", tmp_path / "r", ["train.epochs=5", "graph.n_neighbors=10"])
+    assert command[1:4] == ["-m", "specrage_jax.cli", "train"]
+    assert "--dataset=infinitemnist:20000" in command and "--seed=3" in command
+    assert command[-2:] == ["--set=train.epochs=5", "--set=graph.n_neighbors=10"]
+
+
+def test_a_rerun_replaces_its_own_row_and_keeps_the_other_devices():
+    module = load_script()
+    previous = [record(20000, 0, "cpu", 0.87), record(1000000, 0, "gpu", 0.99)]
+    runs = module.merged(previous, [record(20000, 0, "cpu", 0.90), record(100000, 0, "cpu", 0.95)])
+    assert [(r["device_kind"], r["n"], r["kmeans_acc"]) for r in runs] == [
+        ("cpu", 20000, 0.90),
+        ("cpu", 100000, 0.95),
+        ("gpu", 1000000, 0.99),
+    ]
+
+
+def test_the_figure_is_written(tmp_path):
+    path = tmp_path / "curve.png"
+    load_script().plot(
+        [record(20000, 0, "cpu", 0.9), record(20000, 1, "cpu", 0.8), record(10**6, 0, "gpu", 0.99)], path
+    )
+    assert path.stat().st_size > 1000 and path.read_bytes()[:4] == b"\x89PNG"
