@@ -221,3 +221,24 @@ def test_the_autoencoder_stops_early_on_held_out_rows():
     ae = train_autoencoder(x, dataclasses.replace(SMALL_AE, epochs=200, patience=2), seed=0)
     assert 2 < len(ae.losses) < 200 and len(ae.held_out_losses) == len(ae.losses)
     assert ae.held_out_losses[-1] < 0.2 * ae.held_out_losses[0]
+
+
+def test_the_autoencoder_on_the_device_trains_the_same_batches_as_the_host_loop():
+    """train.data_on_device: one compiled scan per epoch over the device copy of the rows gives
+    the host loop's losses, stopping epoch and codes (float32 rounding apart)."""
+    x, _ = clusters(n=600, d=8)
+    config = dataclasses.replace(SMALL_AE, epochs=30, patience=2)
+    host = train_autoencoder(x, config, seed=3)
+    device = train_autoencoder(x, config, seed=3, on_device=True)
+    assert len(device.losses) == len(host.losses) and len(host.losses) > 2
+    np.testing.assert_allclose(device.losses, host.losses, rtol=1e-4)
+    np.testing.assert_allclose(device.held_out_losses, host.held_out_losses, rtol=1e-4)
+    np.testing.assert_allclose(device.encode(x), host.encode(x), rtol=1e-3, atol=1e-4)
+
+
+def test_the_autoencoder_on_the_device_refuses_rows_streamed_from_disk():
+    class Rows:  # stands in for a streamed view's row source
+        shape = (10, 4)
+
+    with pytest.raises(ValueError, match="view 1 in memory"):
+        train_autoencoder(Rows(), SMALL_AE, seed=0, name="view 1", on_device=True)  # type: ignore[arg-type]

@@ -41,10 +41,26 @@ def autoencoder_loss(state: NetState, batch: tuple[jax.Array]) -> jax.Array:
 
 
 def train_autoencoder(
-    x: np.ndarray, config: AutoencoderConfig, *, seed: int, progress: bool = False, name: str = "view"
+    x: np.ndarray,
+    config: AutoencoderConfig,
+    *,
+    seed: int,
+    progress: bool = False,
+    name: str = "view",
+    on_device: bool = False,
 ) -> TrainedNet:
     """Trains one view's autoencoder on its training rows x (n, d), stopping early once the
-    reconstruction loss of held-out rows stops improving (``config.patience``)."""
+    reconstruction loss of held-out rows stops improving (``config.patience``). ``on_device``:
+    x is copied to the device once and every epoch is one compiled scan (``train.data_on_device``).
+
+    Raises:
+      ValueError: ``on_device`` with x streamed from disk (not an array in memory).
+    """
+    if on_device and not isinstance(x, np.ndarray):
+        raise ValueError(
+            f"train.data_on_device needs {name} in memory, but it is streamed from disk: load it as an "
+            "array (--stream off) or leave train.data_on_device false"
+        )
     state = create_net_state(Autoencoder(x.shape[1], config, rngs=nnx.Rngs(seed)), config.learning_rate)
     run = run_minibatch_epochs(
         state,
@@ -58,6 +74,7 @@ def train_autoencoder(
         progress=progress,
         loss=autoencoder_loss,
         stopping=EarlyStopping(config.patience, config.min_delta),
+        device_arrays=(x,) if on_device else None,
     )
     return TrainedNet(
         state=run.state, losses=tuple(run.losses), submodule="encoder", held_out_losses=tuple(run.held_out_losses)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -60,9 +61,25 @@ def held_out_loss(state: NetState, loss: Loss, take: Take, items: np.ndarray) ->
     return float(loss(state, tuple(jnp.asarray(a) for a in take(items))))
 
 
+Step = Callable[[NetState, tuple[jax.Array, ...]], tuple[NetState, jax.Array]]
+
+
+@partial(jax.jit, static_argnums=0, donate_argnums=1)
+def scan_epoch(
+    step: Step, state: NetState, arrays: tuple[jax.Array, ...], batches: jax.Array
+) -> tuple[NetState, jax.Array]:
+    """One epoch as one compiled ``lax.scan``: ``step`` on the rows ``batches[i]`` (k, m) int32 of
+    the device-resident ``arrays`` (each (n, ...)), in order; (state, the k batch losses)."""
+
+    def one_batch(carry: NetState, rows: jax.Array) -> tuple[NetState, jax.Array]:
+        return step(carry, tuple(a[rows] for a in arrays))
+
+    return jax.lax.scan(one_batch, state, batches)
+
+
 def run_minibatch_epochs(
     state: NetState,
-    step: Callable[[NetState, tuple[jax.Array, ...]], tuple[NetState, jax.Array]],
+    step: Step,
     n: int,
     take: Take,
     *,
@@ -73,6 +90,7 @@ def run_minibatch_epochs(
     progress: bool,
     loss: Loss | None = None,
     stopping: EarlyStopping | None = None,
+    device_arrays: tuple[np.ndarray, ...] | None = None,
 ) -> StageRun:
     """Shuffled mini-batches over n items, ``take(indices)`` building each batch's arrays (so
     pair datasets are gathered per batch, never materialized). The batch is at most n, so small
@@ -81,6 +99,11 @@ def run_minibatch_epochs(
     With ``stopping`` (and ``loss``, the batch loss without the update), a seeded
     ``HOLDOUT_FRACTION`` of the items is held out and the loop ends once their loss has not
     improved by ``stopping.min_delta`` (relative) for ``stopping.patience`` epochs.
+
+    With ``device_arrays`` (the items are the rows of these arrays, ``take(idx)`` their rows
+    ``idx``), the arrays are copied to the device once and each epoch runs as one compiled scan
+    (:func:`scan_epoch`) over the same batches in the same order as the host loop; a preemption
+    request is then seen after the epoch instead of after the step.
     """
     rng = np.random.default_rng(seed)
     train_items, held = holdout_split(n, stopping if loss is not None else None, rng)
@@ -90,15 +113,23 @@ def run_minibatch_epochs(
     best, bad = np.inf, 0
     bar = tqdm(range(epochs), desc=desc, unit="epoch", disable=not progress, leave=False)
     watch = preemption.active()
+    on_device = None if device_arrays is None else tuple(jax.device_put(np.asarray(a)) for a in device_arrays)
     for _ in bar:
         order = train_items[rng.permutation(train_items.size)]
-        epoch_losses = []
-        for start in range(0, order.size - m + 1, m):
-            state, batch_loss = step(state, tuple(jnp.asarray(a) for a in take(order[start : start + m])))
-            epoch_losses.append(batch_loss)
-            if watch.requested():  # a stage is not resumed mid-way: nothing to save
-                raise preemption.Preempted(f"in {desc}", signal_name=watch.name())
-        losses.append(float(jnp.mean(jnp.stack(epoch_losses))))
+        if on_device is not None:
+            batches = order[: (order.size // m) * m].reshape(-1, m).astype(np.int32)
+            state, epoch_loss = scan_epoch(step, state, on_device, jnp.asarray(batches))
+            epoch_losses = [epoch_loss]
+        else:
+            epoch_losses = []
+            for start in range(0, order.size - m + 1, m):
+                state, batch_loss = step(state, tuple(jnp.asarray(a) for a in take(order[start : start + m])))
+                epoch_losses.append(batch_loss)
+                if watch.requested():  # a stage is not resumed mid-way: nothing to save
+                    raise preemption.Preempted(f"in {desc}", signal_name=watch.name())
+        if watch.requested():
+            raise preemption.Preempted(f"in {desc}", signal_name=watch.name())
+        losses.append(float(jnp.mean(jnp.concatenate([jnp.ravel(b) for b in epoch_losses]))))
         if not np.isfinite(losses[-1]):
             raise FloatingPointError(f"{desc}: loss became {losses[-1]}; lower the learning rate")
         bar.set_postfix(loss=f"{losses[-1]:.4g}")

@@ -85,7 +85,7 @@ def _pretrain_stages(
     if config.autoencoder.enabled:
         start = time.perf_counter()
         autoencoders = restored.autoencoders or train_view_nets(
-            train_autoencoder, inputs, config.autoencoder, config, seed=seed
+            train_autoencoder, inputs, config.autoencoder, config, seed=seed, on_device=config.train.data_on_device
         )
         if config.siamese.enabled:
             inputs = encode_views(autoencoders, inputs)

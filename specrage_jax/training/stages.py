@@ -24,12 +24,16 @@ def train_view_nets(
     config: ExperimentConfig,
     *,
     seed: int,
+    **options: Any,
 ) -> tuple[TrainedNet, ...]:
     """One net per view, trained by ``trainer`` on that view's training rows (seed + v); where a
     view is missing for some samples (all-NaN rows, or a streamed dataset's mask), on the rows
-    that have it (of a streamed view, a row source over those rows, read batch by batch)."""
+    that have it (of a streamed view, a row source over those rows, read batch by batch).
+    ``options`` go to every ``trainer`` call."""
     return tuple(
-        trainer(present_rows(x), stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}")
+        trainer(
+            present_rows(x), stage_config, seed=seed + v, progress=config.train.progress, name=f"view {v}", **options
+        )
         for v, x in enumerate(views)
     )
 
