@@ -33,7 +33,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test-slow: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m slow
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m slow -n $(PYTEST_WORKERS) --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python experiments/bench_steps.py --json runs/bench_steps.json
