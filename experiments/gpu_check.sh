@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5's GPU must-show as ONE prepared device run (sized for the 15-minute device budget):
+# The GPU check as ONE prepared device run (sized for a 15-minute device budget):
 #   1. bench_steps: the 784-d two-view step at batch 1024 (both R^-1 modes) on the accelerator;
 #   2. bench_scaling --on-device: InfiniteMNIST 100k and 1M, the paper's autoencoder pre-embedding,
 #      then 25 SpecRaGE epochs with the training codes in device memory (train.data_on_device:

@@ -1,4 +1,4 @@
-"""Test-session settings: JAX's persistent compilation cache.
+"""Test-run settings: JAX's persistent compilation cache, and releasing compiled programs.
 
 Compiling the jitted steps is most of the suite's cost on a CPU, and most tests compile the same
 small programs run after run. Every compiled program (however quick to compile, however small)
