@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -43,7 +42,7 @@ def run_size(n: int, seed: int, data_dir: str, work_dir: Path, overrides: Sequen
     """One whole-pipeline run of ``n`` samples; its record (metrics, wall seconds, stage times)."""
     out = work_dir / f"infinitemnist-{n}-seed{seed}"
     start = time.perf_counter()
-    done = subprocess.run(train_command(n, seed, data_dir, out, overrides), env=os.environ.copy())
+    done = subprocess.run(train_command(n, seed, data_dir, out, overrides))
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"infinitemnist_curve: the run of n {n} exited with {done.returncode}")
@@ -85,14 +84,12 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for kind in sorted({r["device_kind"] for r in runs}):
-        sizes = sorted({r["n"] for r in runs if r["device_kind"] == kind})
-        accs = [
-            sum(r["kmeans_acc"] for r in runs if r["device_kind"] == kind and r["n"] == n)
-            / sum(1 for r in runs if r["device_kind"] == kind and r["n"] == n)
-            for n in sizes
-        ]
-        ax.plot(sizes, accs, marker="o", label=kind)
+    by_kind: dict[str, dict[int, list[float]]] = {}
+    for r in runs:
+        by_kind.setdefault(r["device_kind"], {}).setdefault(r["n"], []).append(r["kmeans_acc"])
+    for kind, by_n in sorted(by_kind.items()):
+        sizes = sorted(by_n)
+        ax.plot(sizes, [sum(by_n[n]) / len(by_n[n]) for n in sizes], marker="o", label=kind)
     ax.axhline(0.991, color="grey", linestyle="--", linewidth=0.8, label="paper, 1M (0.991)")
     ax.set_xscale("log")
     ax.set_xlabel("samples n (InfiniteMNIST)")

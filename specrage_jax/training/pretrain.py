@@ -61,6 +61,13 @@ def held_out_loss(state: NetState, loss: Loss, take: Take, items: np.ndarray) ->
     return float(loss(state, tuple(jnp.asarray(a) for a in take(items))))
 
 
+def stop_if_preempted(watch: preemption.PreemptionWatch, desc: str) -> None:
+    """Raises Preempted once a stop was requested: a stage is not resumed mid-way, so there is
+    nothing to save."""
+    if watch.requested():
+        raise preemption.Preempted(f"in {desc}", signal_name=watch.name())
+
+
 Step = Callable[[NetState, tuple[jax.Array, ...]], tuple[NetState, jax.Array]]
 
 
@@ -118,18 +125,16 @@ def run_minibatch_epochs(
         order = train_items[rng.permutation(train_items.size)]
         if on_device is not None:
             batches = order[: (order.size // m) * m].reshape(-1, m).astype(np.int32)
-            state, epoch_loss = scan_epoch(step, state, on_device, jnp.asarray(batches))
-            epoch_losses = [epoch_loss]
+            state, epoch_losses = scan_epoch(step, state, on_device, jnp.asarray(batches))
+            stop_if_preempted(watch, desc)
         else:
-            epoch_losses = []
+            batch_losses = []
             for start in range(0, order.size - m + 1, m):
                 state, batch_loss = step(state, tuple(jnp.asarray(a) for a in take(order[start : start + m])))
-                epoch_losses.append(batch_loss)
-                if watch.requested():  # a stage is not resumed mid-way: nothing to save
-                    raise preemption.Preempted(f"in {desc}", signal_name=watch.name())
-        if watch.requested():
-            raise preemption.Preempted(f"in {desc}", signal_name=watch.name())
-        losses.append(float(jnp.mean(jnp.concatenate([jnp.ravel(b) for b in epoch_losses]))))
+                batch_losses.append(batch_loss)
+                stop_if_preempted(watch, desc)
+            epoch_losses = jnp.stack(batch_losses)
+        losses.append(float(jnp.mean(epoch_losses)))
         if not np.isfinite(losses[-1]):
             raise FloatingPointError(f"{desc}: loss became {losses[-1]}; lower the learning rate")
         bar.set_postfix(loss=f"{losses[-1]:.4g}")
