@@ -230,8 +230,8 @@ class TrainConfig:
     progress: bool = _f(True, "show a per-epoch progress bar")
     data_on_device: bool = _f(
         False,
-        "hold the training set in device memory and run each epoch as one compiled "
-        "scan (no per-step host gather: the fast path on a GPU; needs in-memory views)",
+        "hold the training set in device memory and run each epoch (SpecRaGE, autoencoders, Siamese "
+        "nets) as one compiled scan (no per-step host gather: the fast path on a GPU; needs in-memory views)",
     )
 
     def __post_init__(self) -> None:

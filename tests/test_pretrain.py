@@ -223,22 +223,60 @@ def test_the_autoencoder_stops_early_on_held_out_rows():
     assert ae.held_out_losses[-1] < 0.2 * ae.held_out_losses[0]
 
 
-def test_the_autoencoder_on_the_device_trains_the_same_batches_as_the_host_loop():
-    """train.data_on_device: one compiled scan per epoch over the device copy of the rows gives
-    the host loop's losses, stopping epoch and codes (float32 rounding apart)."""
-    x, _ = clusters(n=600, d=8)
-    config = dataclasses.replace(SMALL_AE, epochs=30, patience=2)
-    host = train_autoencoder(x, config, seed=3)
-    device = train_autoencoder(x, config, seed=3, on_device=True)
+def assert_same_training(device, host, x: np.ndarray) -> None:
+    """Two runs of a stage trained the same batches: losses, stopping epoch and codes (float32
+    rounding apart)."""
     assert len(device.losses) == len(host.losses) and len(host.losses) > 2
     np.testing.assert_allclose(device.losses, host.losses, rtol=1e-4)
     np.testing.assert_allclose(device.held_out_losses, host.held_out_losses, rtol=1e-4)
     np.testing.assert_allclose(device.encode(x), host.encode(x), rtol=1e-3, atol=1e-4)
 
 
-def test_the_autoencoder_on_the_device_refuses_rows_streamed_from_disk():
+def test_the_autoencoder_on_the_device_trains_the_same_batches_as_the_host_loop():
+    """train.data_on_device: one compiled scan per epoch over the device copy of the rows."""
+    x, _ = clusters(n=600, d=8)
+    config = dataclasses.replace(SMALL_AE, epochs=30, patience=2)
+    host = train_autoencoder(x, config, seed=3)
+    assert_same_training(train_autoencoder(x, config, seed=3, on_device=True), host, x)
+
+
+def test_the_siamese_net_on_the_device_gathers_the_host_loops_pairs():
+    """train.data_on_device: the rows and the pair indices live on the device and each epoch's
+    scan gathers its pairs there, in the host loop's order."""
+    x, _ = clusters(n=600, d=8)
+    config = dataclasses.replace(SMALL_SIAMESE, epochs=30, patience=2)
+    host = train_siamese(x, config, seed=3)
+    assert_same_training(train_siamese(x, config, seed=3, on_device=True), host, x)
+
+
+def test_data_on_device_reaches_both_pre_training_stages(monkeypatch):
+    seen: dict[str, bool] = {}
+
+    def recording(stage, trainer):
+        def train(*args, **kwargs):
+            seen[stage] = kwargs.get("on_device", False)
+            return trainer(*args, **kwargs)
+
+        return train
+
+    monkeypatch.setattr(pretrained, "train_autoencoder", recording("autoencoder", pretrained.train_autoencoder))
+    monkeypatch.setattr(pretrained, "train_siamese", recording("siamese", pretrained.train_siamese))
+    x, _ = clusters(n=200, d=8)
+    config = dataclasses.replace(
+        ExperimentConfig(),
+        siamese=dataclasses.replace(SMALL_SIAMESE, epochs=1),
+        autoencoder=dataclasses.replace(SMALL_AE, epochs=1),
+    )
+    config = dataclasses.replace(config, train=dataclasses.replace(config.train, progress=False, data_on_device=True))
+    pretrained.pretrain_nets([x, x[:, :5]], config, seed=0)
+    assert seen == {"autoencoder": True, "siamese": True}
+
+
+@pytest.mark.parametrize("stage", ["autoencoder", "siamese"])
+def test_a_stage_on_the_device_refuses_rows_streamed_from_disk(stage):
     class Rows:  # stands in for a streamed view's row source
         shape = (10, 4)
 
+    train, config = (train_autoencoder, SMALL_AE) if stage == "autoencoder" else (train_siamese, SMALL_SIAMESE)
     with pytest.raises(ValueError, match="view 1 in memory"):
-        train_autoencoder(Rows(), SMALL_AE, seed=0, name="view 1", on_device=True)  # type: ignore[arg-type]
+        train(Rows(), config, seed=0, name="view 1", on_device=True)  # type: ignore[arg-type]

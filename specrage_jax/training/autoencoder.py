@@ -18,7 +18,7 @@ from specrage_jax.nets.netstate import (
     adam_update,
     create_net_state,
 )
-from specrage_jax.training.pretrain import EarlyStopping, run_minibatch_epochs
+from specrage_jax.training.pretrain import EarlyStopping, require_in_memory, run_minibatch_epochs
 
 
 def reconstruction_loss(params: nnx.State, graphdef: nnx.GraphDef, x: jax.Array) -> jax.Array:
@@ -56,11 +56,8 @@ def train_autoencoder(
     Raises:
       ValueError: ``on_device`` with x streamed from disk (not an array in memory).
     """
-    if on_device and not isinstance(x, np.ndarray):
-        raise ValueError(
-            f"train.data_on_device needs {name} in memory, but it is streamed from disk: load it as an "
-            "array (--stream off) or leave train.data_on_device false"
-        )
+    if on_device:
+        require_in_memory(x, name)
     state = create_net_state(Autoencoder(x.shape[1], config, rngs=nnx.Rngs(seed)), config.learning_rate)
     run = run_minibatch_epochs(
         state,

@@ -61,6 +61,19 @@ def held_out_loss(state: NetState, loss: Loss, take: Take, items: np.ndarray) ->
     return float(loss(state, tuple(jnp.asarray(a) for a in take(items))))
 
 
+def require_in_memory(x: object, name: str) -> None:
+    """Refuses ``train.data_on_device`` for a view streamed from disk (not an array in memory).
+
+    Raises:
+      ValueError: naming the view.
+    """
+    if not isinstance(x, np.ndarray):
+        raise ValueError(
+            f"train.data_on_device needs {name} in memory, but it is streamed from disk: load it as an "
+            "array (--stream off) or leave train.data_on_device false"
+        )
+
+
 def stop_if_preempted(watch: preemption.PreemptionWatch, desc: str) -> None:
     """Raises Preempted once a stop was requested: a stage is not resumed mid-way, so there is
     nothing to save."""
@@ -69,17 +82,24 @@ def stop_if_preempted(watch: preemption.PreemptionWatch, desc: str) -> None:
 
 
 Step = Callable[[NetState, tuple[jax.Array, ...]], tuple[NetState, jax.Array]]
+Gather = Callable[[tuple[jax.Array, ...], jax.Array], tuple[jax.Array, ...]]
 
 
-@partial(jax.jit, static_argnums=0, donate_argnums=1)
+def gather_rows(arrays: tuple[jax.Array, ...], items: jax.Array) -> tuple[jax.Array, ...]:
+    """A batch of device-resident items: the rows ``items`` (m,) of each array (n, ...)."""
+    return tuple(a[items] for a in arrays)
+
+
+@partial(jax.jit, static_argnums=(0, 1), donate_argnums=2)
 def scan_epoch(
-    step: Step, state: NetState, arrays: tuple[jax.Array, ...], batches: jax.Array
+    step: Step, gather: Gather, state: NetState, arrays: tuple[jax.Array, ...], batches: jax.Array
 ) -> tuple[NetState, jax.Array]:
-    """One epoch as one compiled ``lax.scan``: ``step`` on the rows ``batches[i]`` (k, m) int32 of
-    the device-resident ``arrays`` (each (n, ...)), in order; (state, the k batch losses)."""
+    """One epoch as one compiled ``lax.scan``: ``step`` on ``gather(arrays, batches[i])``, the
+    batch of items ``batches[i]`` (k, m) int32 of the device-resident ``arrays``, in order;
+    (state, the k batch losses)."""
 
-    def one_batch(carry: NetState, rows: jax.Array) -> tuple[NetState, jax.Array]:
-        return step(carry, tuple(a[rows] for a in arrays))
+    def one_batch(carry: NetState, items: jax.Array) -> tuple[NetState, jax.Array]:
+        return step(carry, gather(arrays, items))
 
     return jax.lax.scan(one_batch, state, batches)
 
@@ -98,6 +118,7 @@ def run_minibatch_epochs(
     loss: Loss | None = None,
     stopping: EarlyStopping | None = None,
     device_arrays: tuple[np.ndarray, ...] | None = None,
+    gather: Gather = gather_rows,
 ) -> StageRun:
     """Shuffled mini-batches over n items, ``take(indices)`` building each batch's arrays (so
     pair datasets are gathered per batch, never materialized). The batch is at most n, so small
@@ -107,10 +128,10 @@ def run_minibatch_epochs(
     ``HOLDOUT_FRACTION`` of the items is held out and the loop ends once their loss has not
     improved by ``stopping.min_delta`` (relative) for ``stopping.patience`` epochs.
 
-    With ``device_arrays`` (the items are the rows of these arrays, ``take(idx)`` their rows
-    ``idx``), the arrays are copied to the device once and each epoch runs as one compiled scan
-    (:func:`scan_epoch`) over the same batches in the same order as the host loop; a preemption
-    request is then seen after the epoch instead of after the step.
+    With ``device_arrays`` (``gather(device_arrays, idx)`` the same batch as ``take(idx)``; by
+    default the items are the arrays' rows), the arrays are copied to the device once and each
+    epoch runs as one compiled scan (:func:`scan_epoch`) over the same batches in the same order
+    as the host loop; a preemption request is then seen after the epoch instead of after the step.
     """
     rng = np.random.default_rng(seed)
     train_items, held = holdout_split(n, stopping if loss is not None else None, rng)
@@ -125,7 +146,7 @@ def run_minibatch_epochs(
         order = train_items[rng.permutation(train_items.size)]
         if on_device is not None:
             batches = order[: (order.size // m) * m].reshape(-1, m).astype(np.int32)
-            state, epoch_losses = scan_epoch(step, state, on_device, jnp.asarray(batches))
+            state, epoch_losses = scan_epoch(step, gather, state, on_device, jnp.asarray(batches))
             stop_if_preempted(watch, desc)
         else:
             batch_losses = []

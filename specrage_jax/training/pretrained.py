@@ -115,7 +115,9 @@ def train_siamese_nets(views: Sequence[Any], config: ExperimentConfig, *, seed: 
       ValueError: joint positives with too few samples that have every view.
     """
     if config.siamese.positives in ("own", AUTO):
-        return train_view_nets(train_siamese, views, config.siamese, config, seed=seed)
+        return train_view_nets(
+            train_siamese, views, config.siamese, config, seed=seed, on_device=config.train.data_on_device
+        )
     siamese = config.siamese
     present = present_views(views)
     complete = np.flatnonzero(present.all(axis=1))
@@ -135,6 +137,7 @@ def train_siamese_nets(views: Sequence[Any], config: ExperimentConfig, *, seed: 
             seed=seed + v,
             progress=config.train.progress,
             name=f"view {v}",
+            on_device=config.train.data_on_device,
             pairs=contrastive_pairs(
                 space, siamese.n_positive, seed=seed + v, block_size=siamese.pair_block, far_negatives=True
             ),

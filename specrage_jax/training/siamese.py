@@ -31,7 +31,7 @@ from specrage_jax.nets.netstate import (
 )
 from specrage_jax.nets.siamese import siamese_net
 from specrage_jax.ops.affinity import nearest_neighbors, pairwise_sq_distances
-from specrage_jax.training.pretrain import EarlyStopping, run_minibatch_epochs
+from specrage_jax.training.pretrain import EarlyStopping, require_in_memory, run_minibatch_epochs
 
 
 def contrastive_loss(z_a: jax.Array, z_b: jax.Array, is_positive: jax.Array, margin: float) -> jax.Array:
@@ -169,6 +169,13 @@ def joint_neighbor_space(views: Sequence[np.ndarray], *, seed: int, sample: int 
     return np.concatenate(scaled, axis=1)
 
 
+def gather_pairs(arrays: tuple[jax.Array, ...], items: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """A batch of device-resident pairs: arrays (rows x (n, d), first (p,), second (p,),
+    is_positive (p,)) and pair indices ``items`` (m,) -> (x_a (m, d), x_b (m, d), y (m,))."""
+    x, first, second, is_positive = arrays
+    return x[first[items]], x[second[items]], is_positive[items]
+
+
 def train_siamese(
     x: np.ndarray,
     config: SiameseConfig,
@@ -177,6 +184,7 @@ def train_siamese(
     progress: bool = False,
     name: str = "view",
     pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    on_device: bool = False,
 ) -> TrainedNet:
     """Trains one view's Siamese net on pairs of its training rows x (n, d), stopping early once
     the loss of held-out pairs stops improving (``config.patience``).
@@ -184,7 +192,15 @@ def train_siamese(
     By default the pairs are each row's nearest neighbours in x (:func:`contrastive_pairs`), on
     only ``config.max_samples`` seeded random rows when set (pairs cost n * 2 * n_positive forward
     pairs per epoch, so 56k-row MNIST views need a subsample on a CPU). Given ``pairs`` (first,
-    second, is_positive) index x as it is: the caller has drawn the rows."""
+    second, is_positive) index x as it is: the caller has drawn the rows. ``on_device``: the rows
+    and the pair indices are copied to the device once and every epoch is one compiled scan that
+    gathers its pairs there (``train.data_on_device``).
+
+    Raises:
+      ValueError: ``on_device`` with x streamed from disk (not an array in memory).
+    """
+    if on_device:
+        require_in_memory(x, name)
     if pairs is None:
         x = training_rows(x, config.max_samples, seed=seed)
         pairs = contrastive_pairs(x, config.n_positive, seed=seed, block_size=config.pair_block)
@@ -202,5 +218,7 @@ def train_siamese(
         progress=progress,
         loss=partial(siamese_loss, margin=config.margin),
         stopping=EarlyStopping(config.patience, config.min_delta),
+        device_arrays=(x, first, second, is_positive) if on_device else None,
+        gather=gather_pairs,
     )
     return TrainedNet(state=run.state, losses=tuple(run.losses), held_out_losses=tuple(run.held_out_losses))
