@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import jax
@@ -43,7 +44,7 @@ from specrage_jax.training.sharding import (
 from specrage_jax.training.steps import (
     Batch,
     eval_loss,
-    full_batch_step,
+    full_batch_epoch,
     train_step,
 )
 from specrage_jax.validation import (
@@ -205,6 +206,15 @@ def mesh_batch_size(m: int, config_batch_size: int, mesh: Mesh | None) -> int:
     return round_batch_to_devices(m, mesh)
 
 
+@partial(jax.jit, static_argnames="graph")
+def scale_neighbor_distances(x: jax.Array, graph: GraphConfig) -> jax.Array:
+    """(m,): the distance from each row of the batch x (m, d) to its ``graph.sigma_neighbor``-th
+    neighbour among the batch's other rows (one compiled program, not one per operation)."""
+    d2 = neighbor_sq_distances(x, distinct=graph.distinct_neighbors)
+    knn_d2, _ = nearest_neighbors(d2, graph.n_neighbors, include_self=graph.include_self)
+    return jnp.sqrt(knn_d2[:, graph.sigma_neighbor - 1])
+
+
 def estimate_view_scales(codes: Sequence[np.ndarray], graph: GraphConfig, batch_size: int, *, seed: int) -> np.ndarray:
     """The paper's "Global; Median" scale per view, fixed before training: the median, over
     ``graph.scale_sample_batches`` random batches of size m, of each point's in-batch distance
@@ -226,9 +236,7 @@ def estimate_view_scales(codes: Sequence[np.ndarray], graph: GraphConfig, batch_
         dists = []
         for _ in range(1 if m >= n else graph.scale_sample_batches):
             idx = rng.choice(n, size=m, replace=False)
-            d2 = neighbor_sq_distances(jnp.asarray(x[idx]), distinct=graph.distinct_neighbors)
-            knn_d2, _ = nearest_neighbors(d2, graph.n_neighbors, include_self=graph.include_self)
-            dists.append(np.sqrt(np.asarray(knn_d2[:, graph.sigma_neighbor - 1])))
+            dists.append(np.asarray(scale_neighbor_distances(jnp.asarray(x[idx]), graph)))
         pooled = np.concatenate(dists)
         positive = pooled[(pooled > 0) & np.isfinite(pooled)]
         if positive.size == 0:
@@ -486,16 +494,11 @@ _graph_of = jax.jit(batch_affinities, static_argnums=2)
 def _whole_set_epoch(
     state: SpecRaGEState, batch: Batch, steps: int, watch: preemption.PreemptionWatch
 ) -> tuple[SpecRaGEState, EpochMetrics]:
-    """``steps`` full-batch steps (:func:`steps.full_batch_step`) on the whole training set;
-    fewer when ``watch`` requests a stop."""
-    losses, weights = [], []
-    for _ in range(steps):
-        state, metrics = full_batch_step(state, batch)
-        losses.append(metrics["loss"])
-        weights.append(metrics["view_weights"])
-        if watch.requested():
-            break
-    return state, EpochMetrics(losses=jnp.stack(losses), view_weights=jnp.stack(weights))
+    """``steps`` full-batch steps on the whole training set as one compiled scan
+    (:func:`steps.full_batch_epoch`); a stop that ``watch`` requests is seen at its end."""
+    state, metrics = full_batch_epoch(state, batch, steps)
+    watch.requested()
+    return state, EpochMetrics(losses=metrics["loss"], view_weights=metrics["view_weights"])
 
 
 def _host_epoch(

@@ -217,6 +217,23 @@ def full_batch_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, 
     gradient sees R^-1(theta) with ``grad_through_r_inv`` and a constant otherwise, as in
     :func:`train_step`. Pass ``batch.affinities`` to build the graph once for all steps.
     """
+    return _full_batch_update(state, batch)
+
+
+@partial(jax.jit, static_argnames="steps", donate_argnums=0)
+def full_batch_epoch(state: SpecRaGEState, batch: Batch, steps: int) -> tuple[SpecRaGEState, dict[str, jax.Array]]:
+    """``steps`` :func:`full_batch_step` updates on the same batch as one compiled ``lax.scan``
+    (one dispatch instead of ``steps``); (state, {"loss": (steps,), "view_weights": (steps, V)})."""
+
+    def one_step(carry: SpecRaGEState, _: None) -> tuple[SpecRaGEState, dict[str, jax.Array]]:
+        carry, metrics = _full_batch_update(carry, batch)
+        return carry, {"loss": metrics["loss"], "view_weights": metrics["view_weights"]}
+
+    return jax.lax.scan(one_step, state, None, length=steps)
+
+
+def _full_batch_update(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, dict[str, Any]]:
+    """The body of :func:`full_batch_step` (traced inside a jit)."""
 
     def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
         # R^-1 from every present view; the loss on the fusion the view dropout leaves (the same
