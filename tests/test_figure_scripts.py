@@ -23,6 +23,7 @@ def load_script(name: str):
     return module
 
 
+@pytest.mark.slow  # runs the figure script end to end
 def test_weight_histogram_writes_per_view_clean_and_contaminated_weights(tmp_path):
     module = load_script("weight_histogram")
     out = tmp_path / "w.json"
@@ -99,6 +100,7 @@ def test_inside_clean_data_tells_outliers_in_the_support_from_those_off_it():
     assert views[0]["only_this_view_off_data"]["mean"] == pytest.approx(0.05)
 
 
+@pytest.mark.slow  # runs the figure script end to end
 def test_view_forms_writes_symmetric_forms_in_three_bases(tmp_path):
     module = load_script("view_forms")
     out = tmp_path / "v.json"
@@ -121,6 +123,7 @@ def test_view_forms_writes_symmetric_forms_in_three_bases(tmp_path):
     assert (tmp_path / "v.png").stat().st_size > 1000
 
 
+@pytest.mark.slow  # runs the figure script end to end (t-SNE of every snapshot)
 def test_tsne_snapshots_writes_the_chosen_epochs(tmp_path):
     module = load_script("tsne_snapshots")
     out = tmp_path / "t.json"

@@ -6,6 +6,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "grassmann_curve.py"
 
 
@@ -13,6 +15,7 @@ def matched_initial(result: dict) -> float:
     return result["density_matched"]["initial_grassmann_sq"]
 
 
+@pytest.mark.slow  # runs the figure script end to end
 def test_grassmann_curve_script_writes_a_falling_curve(tmp_path):
     spec = importlib.util.spec_from_file_location("grassmann_curve", SCRIPT)
     module = importlib.util.module_from_spec(spec)

@@ -77,6 +77,7 @@ def test_one_big_cluster_is_a_collapse_unless_one_cluster_was_asked_for():
     assert embedding_problems(y, labels, 2).problems == ()
 
 
+@pytest.mark.slow  # a default fit on a real dataset; the warning's logic is checked on small data above
 @pytest.mark.skipif(not (DEVSUITE / "WebKB.mat").is_file(), reason="needs ../shared/datasets/devsuite/WebKB.mat")
 def test_the_estimator_warns_when_webkb_collapses_and_records_it(tmp_path):
     from specrage_jax.data import load_dataset

@@ -263,6 +263,7 @@ def test_estimator_trains_on_nan_rows_and_on_a_mask_alike_and_survives_save_load
     np.testing.assert_array_equal(loaded.transform(incomplete), by_nan.transform(incomplete))
 
 
+@pytest.mark.slow  # three pre-training stages end to end; tests/test_pretrain.py checks the joint pairs
 def test_a_weak_view_gets_joint_siamese_nets_that_survive_save_load(tmp_path):
     """One view of pure noise, one of clusters, half the samples on one view: the samples with
     both views split far more cleanly under the two together than under the mean of the views'
@@ -613,6 +614,7 @@ def test_a_view_dropped_fusion_is_the_fusion_of_a_sample_that_has_only_the_kept_
     assert np.asarray(alpha)[:12].min() > 0  # the weights stay those of every view the sample has
 
 
+@pytest.mark.slow  # two estimator fits
 def test_view_dropout_changes_the_gradient_steps_only_where_views_are_missing():
     on, off = (dataclasses.replace(GRAPH, view_dropout=rate) for rate in (0.5, 0.0))
     views = clustered_views(32, 42)

@@ -3,8 +3,8 @@ steps (global-batch semantics of the in-batch kNN graph, the QR and Eq. 4), the 
 replicated and the batch sharded, and bad device counts / batch sizes fail clearly.
 
 The multi-device checks run in a subprocess with 4 forced host devices (XLA reads
-``--xla_force_host_platform_device_count`` only when JAX starts); the in-process ones use the
-single CPU device of the test process.
+``--xla_force_host_platform_device_count`` only when JAX starts) and belong to the slow stage
+(``-m slow``); the in-process ones use the single CPU device of the test process and run by default.
 """
 
 from __future__ import annotations
@@ -171,6 +171,7 @@ def four_devices() -> dict:
     return run_child_result(CHILD, devices=4, timeout=300)
 
 
+@pytest.mark.slow  # the four-device child process: ~60 s from an empty compilation cache
 @pytest.mark.parametrize("through", ["True", "False"])
 def test_sharded_steps_equal_single_device(four_devices: dict, through: str) -> None:
     r = four_devices[through]
@@ -195,6 +196,7 @@ def test_sharded_steps_equal_single_device(four_devices: dict, through: str) -> 
         assert abs(r["eval_loss_local_graphs"] - r["eval_loss_single"]) > 100 * max(r["loss_max_abs_diff"], 1e-7)
 
 
+@pytest.mark.slow  # the four-device child process: ~60 s from an empty compilation cache
 @pytest.mark.parametrize("through", ["True", "False"])
 def test_sharded_outputs_keep_their_layout(four_devices: dict, through: str) -> None:
     r = four_devices[through]
@@ -205,6 +207,7 @@ def test_sharded_outputs_keep_their_layout(four_devices: dict, through: str) -> 
     assert four_devices["data_parallel_cache_size"] == 1
 
 
+@pytest.mark.slow  # the four-device child process: ~60 s from an empty compilation cache
 def test_bad_sizes_name_the_numbers(four_devices: dict) -> None:
     msg = four_devices["indivisible_error"]
     assert msg is not None and "62" in msg and "4 devices" in msg
@@ -236,6 +239,7 @@ def test_divisibility_and_row_checks() -> None:
         shard_batch(Batch(views=(np.ones((6, 3)), np.ones((5, 3)))), mesh)
 
 
+@pytest.mark.slow  # the four-device child process: ~60 s from an empty compilation cache
 def test_fit_over_a_mesh_equals_fit_on_one_device(four_devices: dict) -> None:
     """train.fit(mesh=...) (batches sharded by the loop, state replicated) follows the same
     trajectory as the single-device loop, and refuses a batch size the devices do not divide."""
@@ -247,6 +251,7 @@ def test_fit_over_a_mesh_equals_fit_on_one_device(four_devices: dict) -> None:
     assert "batch size 62 is not divisible by the 4 devices" in four_devices["fit_indivisible_error"]
 
 
+@pytest.mark.slow  # the four-device child process: ~60 s from an empty compilation cache
 def test_device_resident_epoch_over_a_mesh_equals_fit_on_one_device(four_devices: dict) -> None:
     """train.data_on_device over 4 devices (data replicated, each gathered batch constrained to
     the batch sharding, the epoch one lax.scan) follows the single-device host loop."""
@@ -266,6 +271,7 @@ def test_cli_devices_option_refuses_more_devices_than_present(tmp_path, capsys) 
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
+@pytest.mark.slow  # the four-device child process: ~60 s from an empty compilation cache
 def test_incomplete_data_over_a_mesh_equals_fit_on_one_device(four_devices: dict) -> None:
     """Training with missing views over 4 devices, host-gathered and device-resident batches alike
     (the (m, V) mask sharded with the rows), follows the single-device loop."""

@@ -230,6 +230,7 @@ def test_cache_path_depends_on_every_parameter():
 # --- the streamed run equals the in-memory run ---------------------------------------------------
 
 
+@pytest.mark.slow  # the whole InfiniteMNIST pipeline twice; the test above checks streaming without pre-training
 def test_streamed_infinitemnist_run_equals_the_in_memory_run(tmp_path):
     data_dir = str(fake_mnist(tmp_path / "data"))
     name = "infinitemnist:500"
