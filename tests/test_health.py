@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import numpy as np
 import pytest
 
 from specrage_jax import SpecRaGE
+from specrage_jax.cli import main as specrage
 from specrage_jax.evaluation.health import (
     DegenerateEmbeddingWarning,
     embedding_problems,
@@ -95,35 +94,18 @@ def test_the_estimator_warns_when_webkb_collapses_and_records_it(tmp_path):
     assert SpecRaGE.load(tmp_path / "model").health_ == est.health_
 
 
-def test_the_cli_warns_of_a_non_orthogonal_embedding_and_writes_it_to_metrics(tmp_path):
+def test_the_cli_warns_of_a_non_orthogonal_embedding_and_writes_it_to_metrics(tmp_path, capsys):
     """20 components from two 2-feature views: trains (20 <= the batch), but R^-1 cannot
     orthogonalize what the data does not span; the run says so instead of exiting silently."""
     rng = np.random.default_rng(0)
     labels = np.arange(120) % 2
     path = tmp_path / "lowrank.npz"
     np.savez(path, view_0=rng.random((120, 2)) + labels[:, None], view_1=rng.random((120, 2)), labels=labels)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "specrage_jax.cli",
-            "train",
-            "--dataset",
-            f"file:{path}",
-            "--quiet",
-            "--no-figure",
-            "--out",
-            str(tmp_path / "run"),
-            "--set",
-            "model.n_components=20",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    args = ["train", "--dataset", f"file:{path}", "--quiet", "--no-figure", "--out", str(tmp_path / "run")]
+    assert specrage([*args, "--epochs", "10", "--set", "model.n_components=20"]) == 0
+    out = capsys.readouterr()
     health = json.loads((tmp_path / "run" / "metrics.json").read_text())["test"]["health"]
     assert health["orthogonality_error"] > 1.0 and len(health["problems"]) == 1
     assert "not orthogonal" in health["problems"][0]
-    assert f"specrage: warning: {health['problems'][0]}" in done.stderr
-    assert "embedding health       1 problem(s)" in done.stdout
+    assert f"specrage: warning: {health['problems'][0]}" in out.err
+    assert "embedding health       1 problem(s)" in out.out

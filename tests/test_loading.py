@@ -47,6 +47,8 @@ def cli_run(tmp_path_factory):
             "autoencoder.epochs=2",
             "--set",
             "autoencoder.embedding_dim=5",
+            "--set",
+            "autoencoder.hidden=32,32",
         ]
     )
     assert code == 0
