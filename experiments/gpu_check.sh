@@ -11,14 +11,8 @@
 # The JSON files land in $OUT (the device tool brings them back); without .gpu_data/mnist the
 # images are random stand-ins (--fake-mnist: same sizes and costs, no accuracy meaning).
 # Uses the image's python3 (jax/flax/optax/chex/orbax preinstalled there), not this repo's venv.
-set -euo pipefail
-DATA=${1:-.gpu_data}
-OUT=${OUT:-experiments/results}
-PY=${PYTHON:-python3}
-export PYTHONPATH=. PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1
-mkdir -p "$OUT"
-$PY -c "import jax, flax, optax; print('jax', jax.__version__, 'flax', flax.__version__, jax.devices())"
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+# shellcheck source=experiments/gpu_env.sh
+source experiments/gpu_env.sh "${1:-.gpu_data}"
 if [ -d "$DATA/mnist" ]; then SRC=(--data-dir "$DATA"); else SRC=(--fake-mnist); fi
 $PY experiments/bench_steps.py --repeats 5 --iters 50 --cases 784 --modes True False \
     --json "$OUT/bench_steps_gpu.json" 2>&1 | tail -25

@@ -10,15 +10,9 @@
 # SIZES and SEEDS (space-separated) change what runs: SIZES="2000" SEEDS="0" checks it on a CPU.
 # The curve's JSON (the committed CPU points plus this run's) and its figure land in $OUT.
 # Uses the image's python3 (jax/flax/optax/chex/orbax preinstalled there), not this repo's venv.
-set -euo pipefail
-DATA=${1:-.gpu_data}
-OUT=${OUT:-experiments/results}
-PY=${PYTHON:-python3}
-export PYTHONPATH=. PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1
-mkdir -p "$OUT"
+# shellcheck source=experiments/gpu_env.sh
+source experiments/gpu_env.sh "${1:-.gpu_data}"
 if [ "$OUT" != experiments/results ]; then cp experiments/results/infinitemnist_curve.json "$OUT/"; fi
-$PY -c "import jax, flax, optax; print('jax', jax.__version__, 'flax', flax.__version__, jax.devices())"
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 # shellcheck disable=SC2086  # SIZES and SEEDS are lists
 $PY experiments/infinitemnist_curve.py --data-dir "$DATA" --sizes ${SIZES:-1000000} --seeds ${SEEDS:-0} \
     --set train.data_on_device=true --work-dir /tmp/infinitemnist_curve \
