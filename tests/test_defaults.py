@@ -161,6 +161,33 @@ def test_neighbor_choice_keeps_the_dense_graph_unless_a_sparser_one_is_clearly_c
     assert choose_neighbor_count({}) is None
 
 
+def test_agreeing_views_take_the_sparse_graph_where_no_graph_splits_clearly():
+    flat = {5: 1.12, 8: 1.05, 10: 1.03, 12: 1.01, 15: 1.01, 20: 1.01, 30: 1.02}  # Handwritten's shape
+    assert choose_neighbor_count(flat, 0.55) == 10
+    assert choose_neighbor_count(flat, 0.10) == 30 and choose_neighbor_count(flat) == 30  # or NaN: one view
+    assert choose_neighbor_count({**flat, 30: 1.25}, 0.55) == 30  # the dense graph splits clearly: keep it
+    assert choose_neighbor_count({5: 1.1, 8: 1.05}, 0.55) == 8  # the candidates stop below 10
+    assert choose_neighbor_count({12: 1.02, 15: 1.01}, 0.55) == 15  # none at or below 10: dense
+    assert choose_neighbor_count({5: 1.57, 8: 1.28, 10: 1.1, 30: 1.09}, 0.55) == 5  # a clear gap still wins
+
+
+def test_view_neighbor_agreement_counts_the_shared_neighbours_of_the_rows_with_both_views():
+    x, _ = clustered(200, 4, 6, seed=1)
+    noise = np.random.default_rng(2).normal(size=(200, 6)).astype(np.float32)
+    rows = np.arange(200)
+
+    def agreement(*views: np.ndarray) -> float:
+        return data_rules.view_neighbor_agreement(data_rules._present_neighbor_lists(views, rows, 10), 200, 10)
+
+    assert agreement(x, 2.0 * x + 1.0) == pytest.approx(1.0)  # the same neighbourhoods
+    assert agreement(x, noise) < 0.15  # unrelated views: about l / m
+    assert math.isnan(agreement(x))
+    gappy, scaled = x.copy(), 2.0 * x
+    gappy[:50] = scaled[:50] = np.nan  # both views missing for 50 samples: the other 150 agree fully
+    assert agreement(gappy, scaled) == pytest.approx(1.0)
+    assert 0.15 < agreement(x, scaled) < 1.0  # view 0's neighbours include rows that view 1 lacks
+
+
 def test_eigengap_count_on_clusters_and_on_tiny_batches():
     x, _ = clustered(300, 3, 5, seed=3)
     l, scores = eigengap_neighbor_count([x], 3, 300)

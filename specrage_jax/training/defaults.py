@@ -38,6 +38,8 @@ CLASS_SHARE_OF_NEIGHBORS = 1.0  # l is below this share of the expected cluster 
 CLEAR_EIGENGAP = 1.2  # a sparser graph must split the batch at least this cleanly (lambda_k+1 / lambda_k) ...
 GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
 GAP_PERSISTENCE = 1 / 3  # ... and the next larger candidate keeps at least this share of its gap
+AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
+AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 ZERO_EIGENVALUE = 1e-8  # normalized-Laplacian eigenvalues below this count as 0 (a component)
 STEP_BUDGET = 400  # gradient steps of a run (at least; an epoch is never cut short)
 MIN_STEPS_PER_EPOCH = 10  # small sets: an "epoch" of the schedule is this many full-batch steps
@@ -170,30 +172,63 @@ def eigengap_neighbor_count(
     the larger l). Candidates whose graph falls apart into more than k components are skipped.
     With no candidate left (tiny batches), l = max(1, m // 3).
     """
-    l, scores, _ = neighbor_count_and_graph(views, n_clusters, batch_rows, seed=seed, distinct=distinct)
+    l, scores, _, _ = neighbor_count_and_graph(views, n_clusters, batch_rows, seed=seed, distinct=distinct)
     return l, scores
 
 
 def neighbor_count_and_graph(
     views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *, seed: int = 0, distinct: bool = True
-) -> tuple[int, dict[int, float], sp.csr_matrix | None]:
-    """:func:`eigengap_neighbor_count` and the batch's mean graph at the chosen l (None when l
-    is the fallback, no candidate): what :func:`component_count` reads, built once."""
+) -> tuple[int, dict[int, float], sp.csr_matrix | None, float]:
+    """:func:`eigengap_neighbor_count`, the batch's mean graph at the chosen l (None when l is
+    the fallback, no candidate): what :func:`component_count` reads, built once, and the views'
+    neighbour agreement (:func:`view_neighbor_agreement`; NaN with one view).
+
+    Where no sparser graph splits the batch clearly cleaner, the dense graph stays unless the
+    views agree on their neighbours (at least AGREEING_VIEWS of their AGREEMENT_NEIGHBORS-NN
+    lists shared): then each view's near neighbours are already the other views', and the
+    sparse AGREEMENT_NEIGHBORS-NN graph keeps fewer edges across clusters than the dense one."""
     n = views[0].shape[0]
     m = max(2, min(batch_rows, n))
     rows = seeded_rows(n, m, seed=seed, stream=5)
     candidates = [l for l in NEIGHBOR_CANDIDATES if l <= min(m // 3, class_size_neighbor_cap(m, n_clusters))]
     scores: dict[int, float] = {}
     graphs: dict[int, sp.csr_matrix] = {}
+    agreement = math.nan
     if candidates and n_clusters < m - 1:
         neighbors = _present_neighbor_lists(views, rows, max(candidates), distinct=distinct)
         for l in candidates:
             graphs[l] = _mean_graph(neighbors, m, l)
             scores[l] = eigengap_score(_bottom_normalized_spectrum(graphs[l], n_clusters + 1), n_clusters)
-    chosen = choose_neighbor_count(scores)
+        agreement = view_neighbor_agreement(neighbors, m, AGREEMENT_NEIGHBORS)
+    chosen = choose_neighbor_count(scores, agreement)
     if chosen is None:
-        return max(1, min(m // 3, m - 1)), scores, None
-    return chosen, scores, graphs[chosen]
+        return max(1, min(m // 3, m - 1)), scores, None, agreement
+    return chosen, scores, graphs[chosen], agreement
+
+
+def view_neighbor_agreement(neighbors: NeighborLists, m: int, l: int) -> float:
+    """The share of their l nearest neighbours that two views' lists have in common (mean over
+    view pairs, and over the batch's rows that have both views): 1 when the views see the same
+    neighbourhoods, about l / m for unrelated views. NaN with fewer than two views.
+
+    neighbors: per view (present positions in the m-row batch, squared distances, indices into
+    the present rows), as :func:`_present_neighbor_lists` gives them."""
+    lists = []
+    for present, _, idx in neighbors:
+        if idx.shape[1] < l:
+            return math.nan
+        rows = np.full((m, l), -1, np.int64)
+        rows[present] = present[idx[:, :l]]  # neighbours as batch positions
+        lists.append((present, rows))
+    shares = []
+    for a in range(len(lists)):
+        for b in range(a + 1, len(lists)):
+            both = np.intersect1d(lists[a][0], lists[b][0])
+            if both.size:
+                left, right = np.sort(lists[a][1][both], axis=1), np.sort(lists[b][1][both], axis=1)
+                common = [np.intersect1d(x, y, assume_unique=True).size for x, y in zip(left, right)]
+                shares.append(float(np.mean(common)) / l)
+    return float(np.mean(shares)) if shares else math.nan
 
 
 def class_size_neighbor_cap(batch_rows: int, n_clusters: int) -> int:
@@ -301,11 +336,14 @@ def _graph_among(rows: np.ndarray, m: int, graph: sp.csr_matrix) -> sp.csr_matri
     return sp.csr_matrix((coo.data, (rows[coo.row], rows[coo.col])), shape=(m, m))
 
 
-def choose_neighbor_count(scores: dict[int, float]) -> int | None:
+def choose_neighbor_count(scores: dict[int, float], agreement: float = math.nan) -> int | None:
     """The rule of :func:`eigengap_neighbor_count` on {candidate l: eigengap score}: the largest
     usable l, unless a smaller one scores at least CLEAR_EIGENGAP with a gap GAP_GAIN times the
     dense graph's, and the next larger candidate keeps at least GAP_PERSISTENCE of that gap (the
-    best such, ties to the larger l). None when no candidate is usable.
+    best such, ties to the larger l). Without such a candidate, and with the dense graph below
+    CLEAR_EIGENGAP too, views whose neighbour ``agreement`` (:func:`view_neighbor_agreement`) is
+    at least AGREEING_VIEWS take the largest usable l up to AGREEMENT_NEIGHBORS. None when no
+    candidate is usable.
 
     The last condition asks the clean split to hold over a range of sparsity: the gap of cluster
     structure shrinks gradually as l grows, while a sparse graph's fragments (a class falling
@@ -325,7 +363,9 @@ def choose_neighbor_count(scores: dict[int, float]) -> int | None:
         and usable[ordered[ordered.index(l) + 1]] - 1.0 >= GAP_PERSISTENCE * (score - 1.0)
     }
     if not clear:
-        return dense
+        sparse = [l for l in ordered if l <= AGREEMENT_NEIGHBORS]
+        flat = usable[dense] < CLEAR_EIGENGAP  # the dense graph does not split the batch clearly either
+        return max(sparse) if flat and agreement >= AGREEING_VIEWS and sparse else dense
     best = max(clear.values())
     return max(l for l, score in clear.items() if score == best)
 
@@ -513,7 +553,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
     if graph.n_neighbors == 0:
         if graph_views is None:
             raise ValueError("graph.n_neighbors=0 (from the data) needs the training views in DataShape")
-        l, scores, batch_graph = neighbor_count_and_graph(
+        l, scores, batch_graph, agreement = neighbor_count_and_graph(
             graph_views, shape.n_clusters, m, seed=shape.seed, distinct=graph.distinct_neighbors
         )
         shown = ", ".join(f"{c}: {score:.3g}" for c, score in scores.items()) or "none fits the batch"
@@ -525,7 +565,9 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 f"the densest graph unless a sparser one splits a {m}-row batch clearly cleaner "
                 f"(relative eigengap lambda_k+1 / lambda_k, k = {shape.n_clusters}, >= "
                 f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap, the next larger l keeping "
-                f"{GAP_PERSISTENCE:.0%} of it); scores by l: {shown}",
+                f"{GAP_PERSISTENCE:.0%} of it); where no graph splits it clearly, l <= {AGREEMENT_NEIGHBORS} if "
+                f"the views share >= {AGREEING_VIEWS:.0%} of their {AGREEMENT_NEIGHBORS}-NN lists; "
+                f"scores by l: {shown}; views' shared {AGREEMENT_NEIGHBORS}-NN: {agreement:.2f}",
             ),
         )
     model = config.model
