@@ -225,8 +225,8 @@ def view_neighbor_agreement(neighbors: NeighborLists, m: int, l: int) -> float:
         for b in range(a + 1, len(lists)):
             both = np.intersect1d(lists[a][0], lists[b][0])
             if both.size:
-                left, right = np.sort(lists[a][1][both], axis=1), np.sort(lists[b][1][both], axis=1)
-                common = [np.intersect1d(x, y, assume_unique=True).size for x, y in zip(left, right)]
+                left, right = lists[a][1][both], lists[b][1][both]  # (rows, l) each, no repeats in a row
+                common = np.sum(left[:, :, None] == right[:, None, :], axis=(1, 2))
                 shares.append(float(np.mean(common)) / l)
     return float(np.mean(shares)) if shares else math.nan
 
