@@ -50,6 +50,7 @@ from specrage_jax.training.defaults import (
 )
 from specrage_jax.training.steps import (
     Batch,
+    full_batch_epoch,
     full_batch_step,
     train_step,
 )
@@ -490,6 +491,33 @@ def test_full_batch_step_equals_train_step_on_the_same_batch(through):
     # follows the rounding of the two (equal) sums, so parameters agree to a fraction of lr.
     for a, b in zip(jax.tree.leaves(fused.params), jax.tree.leaves(reference.params)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-2 * 1e-3)
+
+
+def test_a_whole_set_epoch_is_its_steps_one_after_another():
+    """full_batch_epoch (one compiled scan, what train_loop runs) ends where as many
+    full_batch_step calls end: same parameters, R^-1 and per-step losses and view weights."""
+    rng = np.random.default_rng(9)
+    views = tuple(jnp.asarray(rng.standard_normal((40, 4)), jnp.float32) for _ in range(2))
+    graph = GraphConfig(n_neighbors=5)
+    batch = Batch(views=views, affinities=edge_graph(batch_affinities(views, jnp.ones(2), graph)))
+
+    def make():
+        model = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
+        return create_state([4, 4], model, graph, OrthoConfig(), learning_rate=1e-2, seed=0, view_scales=[1.0, 1.0])
+
+    stepped, losses, weights = make(), [], []
+    for _ in range(4):
+        stepped, metrics = full_batch_step(stepped, batch)
+        losses.append(metrics["loss"])
+        weights.append(metrics["view_weights"])
+    scanned, epoch = full_batch_epoch(make(), batch, 4)
+    assert epoch["loss"].shape == (4,) and epoch["view_weights"].shape == (4, 2)
+    assert len(set(np.asarray(losses).tolist())) == 4  # the steps moved the state
+    np.testing.assert_allclose(epoch["loss"], np.asarray(losses), rtol=1e-5)
+    np.testing.assert_allclose(epoch["view_weights"], np.asarray(weights), rtol=1e-5)
+    np.testing.assert_allclose(scanned.r_inv, stepped.r_inv, rtol=1e-4, atol=1e-5)
+    for a, b in zip(jax.tree.leaves(scanned.params), jax.tree.leaves(stepped.params)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
 # --- end to end ----------------------------------------------------------------------------------

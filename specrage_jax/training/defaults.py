@@ -567,7 +567,8 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap, the next larger l keeping "
                 f"{GAP_PERSISTENCE:.0%} of it); where no graph splits it clearly, l <= {AGREEMENT_NEIGHBORS} if "
                 f"the views share >= {AGREEING_VIEWS:.0%} of their {AGREEMENT_NEIGHBORS}-NN lists; "
-                f"scores by l: {shown}; views' shared {AGREEMENT_NEIGHBORS}-NN: {agreement:.2f}",
+                f"scores by l: {shown}"
+                + (f"; views' shared {AGREEMENT_NEIGHBORS}-NN: {agreement:.2f}" if math.isfinite(agreement) else ""),
             ),
         )
     model = config.model

@@ -15,7 +15,7 @@ reproduce the joint distance from its one view is not taught to push a class's m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
+from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
@@ -169,6 +169,14 @@ def joint_neighbor_space(views: Sequence[np.ndarray], *, seed: int, sample: int 
     return np.concatenate(scaled, axis=1)
 
 
+@cache
+def siamese_step_with_margin(margin: float) -> partial[tuple[NetState, jax.Array]]:
+    """:func:`siamese_step` at ``margin``, the same object for every call with that margin: the
+    device epoch takes the step as a static argument, so a new object per net would compile the
+    epoch's scan again."""
+    return partial(siamese_step, margin=margin)
+
+
 def gather_pairs(arrays: tuple[jax.Array, ...], items: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """A batch of device-resident pairs: arrays (rows x (n, d), first (p,), second (p,),
     is_positive (p,)) and pair indices ``items`` (m,) -> (x_a (m, d), x_b (m, d), y (m,))."""
@@ -208,7 +216,7 @@ def train_siamese(
     state = create_net_state(siamese_net(x.shape[1], config, seed=seed), config.learning_rate)
     run = run_minibatch_epochs(
         state,
-        partial(siamese_step, margin=config.margin),
+        siamese_step_with_margin(config.margin),
         first.size,
         lambda idx: (x[first[idx]], x[second[idx]], is_positive[idx]),
         batch_size=config.batch_size,
