@@ -8,7 +8,7 @@ The scikit-learn estimator::
 The training state, the jitted steps and the training loop are importable directly (the
 optimizer is any optax transformation, ``create_state(..., tx=...)``)::
 
-    from specrage_jax import create_state, ortho_step, grad_step, train_loop, Batch
+    from specrage_jax import create_state, ortho_step, grad_step, train_loop, fit_output_map, Batch
 """
 
 from typing import Any
@@ -32,6 +32,7 @@ from specrage_jax.overrides import apply_overrides
 from specrage_jax.training.checkpoint import LoadedModel, TrainingCheckpointer, load_model, save_model
 from specrage_jax.training.checkpoint_files import CheckpointError, CheckpointWarning
 from specrage_jax.training.loop import History, train_loop
+from specrage_jax.training.output_map import fit_output_map
 from specrage_jax.training.steps import Batch, eval_loss, grad_step, ortho_step, train_step
 from specrage_jax.validation import InputTypeError
 from specrage_jax.version import __version__
@@ -61,6 +62,7 @@ __all__ = [
     "eval_loss",
     "train_loop",
     "History",
+    "fit_output_map",
     "embed",
     "embed_batch",
     # checkpoints

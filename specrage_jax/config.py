@@ -31,6 +31,7 @@ AUTO_COMPONENTS = -1  # model.n_components value resolved from the data at fit (
 ACTIVATIONS = ("relu", "leaky_relu", "tanh", "gelu", "none")
 FUSIONS = ("weighting", "average", "linear", "concat", "attention")
 OUTPUT_ROWS = ("raw", "unit")
+OUTPUT_SCALINGS = ("heat", "none")
 MISSING_VIEW_DEGREES = ("views", "samples", "none")  # graph.missing_view_degrees
 SIAMESE_POSITIVES = ("own", "joint")  # siamese.positives: each view's own neighbours, or all views' together
 PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "idf_l2")
@@ -76,11 +77,21 @@ class ModelConfig:
         "view, whose row norm then depends on the views it has; raw otherwise)",
     )
 
+    output_scaling: str = _f(
+        "heat",
+        "the output map P fitted after training (Y -> Y P, before output_rows): heat (with more "
+        "components than clusters k, rotate Y to its Rayleigh-Ritz directions on the training graph "
+        "and scale direction j > k by exp(-(lambda_j - lambda_k) / lambda_k), so that k-means reads "
+        "the extra directions less than the bottom k; with as many, Y as trained) | none (Y as "
+        "trained, orthogonal: the paper's output)",
+    )
+
     def __post_init__(self) -> None:
         for name in ("hidden_activation", "output_activation", "weighting_activation"):
             _check_choice("model", name, getattr(self, name), ACTIVATIONS)
         _check_choice("model", "fusion", self.fusion, FUSIONS)
         _check_choice("model", "output_rows", self.output_rows, (*OUTPUT_ROWS, AUTO))
+        _check_choice("model", "output_scaling", self.output_scaling, OUTPUT_SCALINGS)
         _check_positive("model", "temperature", self.temperature)
         view_widths = () if self.view_hidden == AUTO_WIDTHS else self.view_hidden
         if self.n_components < AUTO_COMPONENTS or any(w < 1 for w in (*view_widths, *self.weighting_hidden)):

@@ -307,6 +307,14 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             val_codes=None if codes is None else codes[1],
             tx=self.optimizer,
         )
+        state = pipeline.output_map(
+            state,
+            pretrained.train,
+            None if codes is None else codes[0],
+            n_clusters=n_clusters,
+            batch_size=config.train.batch_size,
+            seed=seed,
+        )
         rows = pipeline.embed_rows(state, pretrained.rest, config)
         embedding = rows.embedding  # what transform() returns
         clusters = pipeline.cluster(embedding, n_clusters, config, seed=seed)

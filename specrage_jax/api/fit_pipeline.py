@@ -1,7 +1,8 @@
 """The training pipeline that the estimator (``SpecRaGE.fit``) and the CLI (``specrage train``)
 both run, one function per stage:
 
-    preprocess -> resolve_settings -> check_sizes -> pretrain -> train -> embed_rows -> cluster -> health
+    preprocess -> resolve_settings -> check_sizes -> pretrain -> train -> output_map -> embed_rows -> cluster
+    -> health
 
 Each stage takes its rows and settings explicitly (training rows, validation rows, any other
 rows to carry through, the configuration, the seed) and returns what the next stage needs. The
@@ -33,7 +34,7 @@ from specrage_jax.data.preprocess import (
 )
 from specrage_jax.evaluation.clusters import kmeans_centres_and_labels
 from specrage_jax.evaluation.health import HealthReport, embedding_problems
-from specrage_jax.nets.embed import embed
+from specrage_jax.nets.embed import embed_outputs
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.training.defaults import (
     FULL_BATCH_MAX,
@@ -43,6 +44,7 @@ from specrage_jax.training.defaults import (
     resolve_defaults,
 )
 from specrage_jax.training.initial_state import train_model
+from specrage_jax.training.output_map import fit_output_map
 from specrage_jax.training.pretrained import PretrainedNets, pretrain_nets
 from specrage_jax.training.stages import encode_views
 from specrage_jax.validation import check_training_sizes, check_view_coverage, missing_rows
@@ -217,14 +219,19 @@ def pretrain(
 # affinities from the codes when given: the training stage is the training layer's own function.
 train = train_model
 
+# The output map P (Y -> Y P) of ``model.output_scaling``, fitted on the training inputs and batch
+# size for the number of clusters asked for.
+output_map = fit_output_map
+
 
 # --- embed, cluster, health ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Embedded:
-    """An embedding as returned to the user (unit rows with ``model.output_rows=unit``), the
-    raw rows as trained (what the health check reads) and the view weights (n, V)."""
+    """An embedding as returned to the user (Y P, unit rows with ``model.output_rows=unit``), the
+    raw rows Y as trained, before the output map (what the health check reads) and the view
+    weights (n, V)."""
 
     embedding: np.ndarray
     raw: np.ndarray
@@ -233,9 +240,10 @@ class Embedded:
 
 def embed_rows(state: SpecRaGEState, inputs: Sequence[Any], config: ExperimentConfig) -> Embedded:
     """The trained model on the network's inputs (n rows), in batches of ``eval.embed_batch_size``."""
-    raw, alpha = embed(state, inputs, batch_size=config.eval.embed_batch_size, rows="raw")
-    embedding = unit_rows(raw) if config.model.output_rows == "unit" else raw  # what embed() returns
-    return Embedded(embedding=embedding, raw=raw, view_weights=alpha)
+    outputs = embed_outputs(state, inputs, batch_size=config.eval.embed_batch_size)
+    mapped = outputs.mapped
+    embedding = unit_rows(mapped) if config.model.output_rows == "unit" else mapped  # what embed() returns
+    return Embedded(embedding=embedding, raw=outputs.trained, view_weights=outputs.view_weights)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ def _tree_arrays(tree: Any) -> list[np.ndarray]:
 def _with_arrays(template: Any, arrays: Sequence[np.ndarray]) -> Any:
     """``template``'s pytree structure with ``arrays`` as its leaves."""
     leaves, treedef = jax.tree.flatten(template)
+    if isinstance(template, SpecRaGEState) and len(arrays) == len(leaves) - 1:
+        arrays = [*arrays, leaves[-1]]  # pickled before the output map existed: its identity
     if len(leaves) != len(arrays):
         raise ValueError(f"stored model has {len(arrays)} arrays, its configuration builds {len(leaves)}")
     return jax.tree.unflatten(treedef, [jnp.asarray(a) for a in arrays])

@@ -1,8 +1,8 @@
 """The SpecRaGE training state (networks, R^-1, the optimizer, view scales) and inference with it.
 
 :class:`SpecRaGEState` is what the jitted steps (:mod:`specrage_jax.training.steps`) take and
-return; :func:`embed_batch` embeds one batch with the stored R^-1 (``nets.embed.embed`` embeds any
-number of rows in batches).
+return; :func:`embed_batch` embeds one batch with the stored R^-1 and output map (``nets.embed.embed``
+embeds any number of rows in batches).
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ class SpecRaGEState:
 
     Array fields: ``step`` (), ``params`` (nnx.Param state), ``ortho`` (the R^-1
     ``OrthoWeight`` state), ``opt_state`` (the state of ``tx``), ``view_scales`` (V,) global
-    Gaussian scales sigma_v (unused when ``graph.scale_mode == 'batch'``). The static fields (graphdef,
+    Gaussian scales sigma_v (unused when ``graph.scale_mode == 'batch'``), ``output_map`` (k, k) the
+    map P of the output Y -> Y P fitted after training (``model.output_scaling``; the identity
+    until then, and in models saved before it existed). The static fields (graphdef,
     the frozen configs and the optimizer ``tx``) compare by value (``tx`` by identity), so equal
     setups share compiles.
     """
@@ -41,6 +43,7 @@ class SpecRaGEState:
     ortho: nnx.State
     opt_state: optax.OptState
     view_scales: jax.Array
+    output_map: jax.Array  # the last array field: models pickled before it existed restore without it
     graphdef: nnx.GraphDef = struct.field(pytree_node=False)
     graph: GraphConfig = struct.field(pytree_node=False)
     ortho_config: OrthoConfig = struct.field(pytree_node=False)
@@ -193,6 +196,7 @@ def create_state(
         ortho=ortho,
         opt_state=optimizer.init(params),
         view_scales=scales,
+        output_map=jnp.eye(ortho["r_inv"].shape[0], dtype=jnp.float32),
         graphdef=graphdef,
         graph=graph_config,
         ortho_config=ortho_config,
@@ -208,10 +212,22 @@ def create_state(
 def embed_batch(
     state: SpecRaGEState, views: tuple[jax.Array, ...], mask: jax.Array | None = None
 ) -> tuple[jax.Array, jax.Array]:
-    """(Y (m, k), alpha (m, V)) for a batch of samples, with the stored R^-1.
+    """(Y P (m, k), alpha (m, V)) for a batch of samples: the output Y = Y~ R^-1 with the stored
+    R^-1, through the stored output map P (``state.output_map``).
 
     ``mask`` (m, V) bool, True = view present: a missing view's rows are zeroed before the
     networks (they may hold NaN) and its weight is 0, the others renormalized. Every row
     needs at least one present view. None: all present.
     """
-    return nnx.merge(state.graphdef, state.params, state.ortho)(views, mask)
+    y, _, alpha = embed_batch_outputs(state, views, mask)
+    return y, alpha
+
+
+@jax.jit
+def embed_batch_outputs(
+    state: SpecRaGEState, views: tuple[jax.Array, ...], mask: jax.Array | None = None
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(Y P, Y as trained (orthogonal), alpha) of a batch: :func:`embed_batch` with the output
+    before the output map too (what the health check reads)."""
+    y, alpha = nnx.merge(state.graphdef, state.params, state.ortho)(views, mask)
+    return y @ state.output_map, y, alpha

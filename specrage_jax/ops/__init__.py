@@ -22,6 +22,7 @@ from specrage_jax.ops.laplacian import (
     weighted_rayleigh_trace,
 )
 from specrage_jax.ops.ortho import orthogonality_error, orthonormalizer
+from specrage_jax.ops.spectral_scaling import heat_kernel_map, heat_kernel_weights, ritz_pairs
 from specrage_jax.ops.weights import (
     view_weight_regularizer,
     weight_balance_penalty,
@@ -31,6 +32,8 @@ from specrage_jax.ops.weights import (
 __all__ = [
     "fused_weighted_affinity",
     "grassmann_distance_sq",
+    "heat_kernel_map",
+    "heat_kernel_weights",
     "knn_gaussian_affinity",
     "laplacian",
     "laplacian_quadratic_forms",
@@ -42,6 +45,7 @@ __all__ = [
     "pairwise_spectral_loss",
     "pairwise_sq_distances",
     "rayleigh_trace",
+    "ritz_pairs",
     "symmetrize",
     "view_weight_regularizer",
     "weight_balance_penalty",

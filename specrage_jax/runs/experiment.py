@@ -80,24 +80,41 @@ def train_on_splits(
     mesh: Mesh | None = None,
     on_epoch_end: Callable[[SpecRaGEState, Any], None] | None = None,
 ) -> tuple[SpecRaGEState, History]:
-    """:func:`api.fit_pipeline.train` (the estimator's path too) on a run's splits: trained on the
-    training split, validated on the validation split, affinities from ``codes``.
+    """:func:`api.fit_pipeline.train` and its output map (the estimator's path too) on a run's
+    splits: trained on the training split, validated on the validation split, affinities from
+    ``codes``; the output map for the classes the labels name.
 
     ``checkpointer`` saves training checkpoints; with ``resume`` training continues from its
     newest readable one (from scratch, with a warning, when there is none).
     """
-    return pipeline.train(
+    train_codes = None if codes is None else codes.train
+    state, history = pipeline.train(
         splits.train,
         splits.val,
         config,
         seed=seed,
-        train_codes=None if codes is None else codes.train,
+        train_codes=train_codes,
         val_codes=None if codes is None else codes.val,
         checkpointer=checkpointer,
         resume=resume,
         mesh=mesh,
         on_epoch_end=on_epoch_end,
     )
+    state = pipeline.output_map(
+        state,
+        splits.train,
+        train_codes,
+        n_clusters=split_clusters(splits),
+        batch_size=config.train.batch_size,
+        seed=seed,
+        mesh=mesh,
+    )
+    return state, history
+
+
+def split_clusters(splits: PreparedSplits) -> int:
+    """The number of clusters of a run: the classes its labels name (0 .. largest label)."""
+    return int(max(splits.train_labels.max(), splits.test_labels.max()) + 1)
 
 
 @dataclass(frozen=True)
@@ -134,7 +151,7 @@ def evaluate_state(
     y_test, alpha_test = test.embedding, test.view_weights
     rows = slice(None) if kmeans_rows is None else kmeans_rows
     kmeans_labels = splits.test_labels[rows]
-    n_clusters = int(max(splits.train_labels.max(), splits.test_labels.max()) + 1)
+    n_clusters = split_clusters(splits)
     # scikit-learn's threads, as a run's k-means has always run (its centres' last bits depend on them)
     clusters = pipeline.cluster(y_test[rows], n_clusters, config, seed=seed, one_thread=False)
     predicted, centres = clusters.labels, clusters.centres

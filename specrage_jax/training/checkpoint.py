@@ -33,6 +33,7 @@ from typing import Any
 
 import chex
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 import orbax.checkpoint as ocp
@@ -150,7 +151,13 @@ def template_from_record(
 
 def state_trees(state: SpecRaGEState, *, include_optimizer: bool) -> dict[str, Any]:
     """The arrays of a state, by name (the optimizer state only when asked)."""
-    trees = {"step": state.step, "params": state.params, "ortho": state.ortho, "view_scales": state.view_scales}
+    trees = {
+        "step": state.step,
+        "params": state.params,
+        "ortho": state.ortho,
+        "view_scales": state.view_scales,
+        "output_map": state.output_map,
+    }
     if include_optimizer:
         trees["opt_state"] = state.opt_state
     return trees
@@ -161,12 +168,17 @@ def state_from_trees(
 ) -> SpecRaGEState:
     """``template`` (real or abstract leaves) with the saved arrays in place; without a saved
     optimizer state, a fresh state of the template's optimizer (``template.tx``), at
-    ``learning_rate`` where given and the optimizer holds its rate as a hyperparameter."""
-    names = ["step", "params", "ortho", "view_scales"] + (["opt_state"] if "opt_state" in saved else [])
+    ``learning_rate`` where given and the optimizer holds its rate as a hyperparameter. Saved
+    without an output map (saved before it existed), the output map is the identity: the
+    embedding that model always gave."""
+    optional = [name for name in ("output_map", "opt_state") if name in saved]
+    names = ["step", "params", "ortho", "view_scales", *optional]
     targets = {name: getattr(template, name) for name in names}
     restored = tree_from_nested(targets, {name: saved[name] for name in names}, where=str(where))
     if "opt_state" not in restored:
         restored["opt_state"] = template.tx.init(restored["params"])
+    if "output_map" not in restored:
+        restored["output_map"] = jnp.eye(template.ortho["r_inv"].shape[0], dtype=jnp.float32)
     state = template.replace(**restored)
     if "opt_state" not in saved and learning_rate is not None and state.learning_rate is not None:
         state = state.with_learning_rate(learning_rate)

@@ -314,9 +314,7 @@ def check_training_inputs(
     return checked[0], checked[1], masks[0], masks[1]
 
 
-def _codes_of_present_rows(
-    codes: Sequence[np.ndarray], mask: np.ndarray | None, *, what: str
-) -> tuple[np.ndarray, ...]:
+def codes_of_present_rows(codes: Sequence[np.ndarray], mask: np.ndarray | None, *, what: str) -> tuple[np.ndarray, ...]:
     """Validated graph codes; where a view is missing (``mask`` False) the row is set to 0
     whatever it holds (NaN, or a code computed from a placeholder row): no graph uses it."""
     arrays = as_view_arrays(codes, what=what, allow_missing=mask is not None)
@@ -370,9 +368,9 @@ def train_loop(
     check_train_config(config)
     train_views, val_views, train_mask, val_mask = check_training_inputs(state, train_views, val_views)
     if train_codes is not None:
-        train_codes = _codes_of_present_rows(train_codes, train_mask, what="train_codes")
+        train_codes = codes_of_present_rows(train_codes, train_mask, what="train_codes")
     if val_codes is not None and not has_no_rows(val_codes):
-        val_codes = _codes_of_present_rows(val_codes, val_mask, what="val_codes")
+        val_codes = codes_of_present_rows(val_codes, val_mask, what="val_codes")
     n = train_views[0].shape[0]
     m = effective_batch_size(n, config.batch_size, state.graph.n_neighbors)
     m = effective_batch_size(mesh_batch_size(m, config.batch_size, mesh), m, state.graph.n_neighbors)

@@ -251,6 +251,19 @@ def _full_batch_update(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEStat
 
 
 @jax.jit
+def rayleigh_matrices(state: SpecRaGEState, batch: Batch) -> tuple[jax.Array, jax.Array]:
+    """(Y^T L Y, Y^T Y), (k, k) each, of a batch's output Y = Y~ R^-1 with the stored R^-1: L is
+    the Laplacian that Eq. 4 (as configured: weights in the affinity, missing views, edge lists)
+    puts on this batch, up to a constant factor. Eq. 4 is a quadratic form in Y, f(Y) = c tr(Y^T L Y),
+    so Y^T (df/dY) / 2 = c Y^T L Y: its gradient gives the matrix without forming L."""
+    y_tilde, alpha = _fuse(state, state.params, batch.views, batch.mask)
+    y = y_tilde @ state.r_inv
+    slope = jax.grad(lambda out: _loss_of_fused(state, batch, out, alpha))(y)
+    quadratic = y.T @ slope / 2
+    return (quadratic + quadratic.T) / 2, y.T @ y
+
+
+@jax.jit
 def eval_loss(state: SpecRaGEState, batch: Batch) -> jax.Array:
     """Eq. 4 of a batch with the stored R^-1 (for validation); no update."""
     return spectral_loss(state, state.params, batch, state.r_inv)[0]
