@@ -35,7 +35,7 @@ def main() -> None:
     state, history = train_on_splits(splits, config, seed=args.seed, codes=codes)
     seconds = time.perf_counter() - start
     test = evaluate_state(state, splits, config, seed=args.seed).metrics
-    k = config.model.n_components
+    k = data.n_classes  # k-means clusters: the classes, whatever n_components is
     acc = {
         name: kmeans_metrics(embed(state, views)[0], labels, n_clusters=k, seed=args.seed)["acc"]
         for name, views, labels in (

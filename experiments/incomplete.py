@@ -120,7 +120,7 @@ def spectral_baseline(
     """Exact SE of the test split's present-pairs graph, k-means on its (unit) rows as the preset clusters."""
     start = time.perf_counter()
     present = present_views(graph_inputs)
-    k = config.model.n_components
+    k = int(labels.max()) + 1  # the classes, whatever n_components is
     _, vectors = present_pairs_laplacian_eigenvectors(graph_inputs, present, k, config.graph)
     if config.model.output_rows == "unit":
         vectors = unit_rows(vectors)

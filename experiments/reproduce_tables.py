@@ -72,7 +72,7 @@ def run_seed(dataset: str, overrides: list[str], seed: int, data_dir: str | None
     train_seconds = time.perf_counter() - start
     test = evaluate_state(state, splits, config, seed=seed).metrics
     y_val, _ = embed(state, splits.val)
-    k = config.model.n_components
+    k = data.n_classes  # k-means clusters and the exact SE's directions: the classes, whatever n_components is
     graph_inputs = splits.test if codes is None else codes.test
     _, eigvecs = mean_laplacian_eigenvectors(graph_inputs, k, config.graph)
     baselines = {"se_on_lbar": kmeans_metrics(eigvecs, splits.test_labels, n_clusters=k, seed=seed)}

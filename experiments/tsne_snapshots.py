@@ -25,7 +25,7 @@ import numpy as np
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState
-from specrage_jax.runs.experiment import train_on_splits
+from specrage_jax.runs.experiment import split_clusters, train_on_splits
 from specrage_jax.runs.plots import figure_script_parser, save_figure, two_d_projection
 from specrage_jax.runs.prepare import prepare_run
 from specrage_jax.runs.records import write_json_atomic
@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     callback = EmbeddingSnapshots(views=tuple(splits.val), epochs=frozenset(wanted))
     _, history = train_on_splits(splits, config, seed=args.seed, codes=codes, on_epoch_end=callback)
     snapshots = snapshot_report(
-        callback.snapshots, splits.val_labels, seed=args.seed, n_clusters=config.model.n_components
+        callback.snapshots, splits.val_labels, seed=args.seed, n_clusters=split_clusters(splits)
     )
     result = {
         "dataset": args.dataset,

@@ -38,7 +38,7 @@ from specrage_jax.data.contamination import inject_noise, inject_outliers
 from specrage_jax.evaluation.alignment import AlignmentConfig, train_alignment
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.overrides import apply_overrides, config_to_dict
-from specrage_jax.runs.experiment import evaluate_state, train_on_splits
+from specrage_jax.runs.experiment import evaluate_state, split_clusters, train_on_splits
 from specrage_jax.runs.prepare import (
     PreparedSplits,
     SplitCodes,
@@ -192,7 +192,7 @@ def evaluate_alignment(splits: PreparedSplits, config: ExperimentConfig, *, seed
     model = train_alignment(splits.train, alignment_config(config, len(splits.train_labels)), seed=seed)
     embedding = model.transform(splits.test)
     metrics = kmeans_metrics(
-        embedding, splits.test_labels, n_clusters=config.model.n_components, seed=seed, n_init=config.eval.kmeans_n_init
+        embedding, splits.test_labels, n_clusters=split_clusters(splits), seed=seed, n_init=config.eval.kmeans_n_init
     )
     return {**metrics, "epochs": model.config.epochs}
 
