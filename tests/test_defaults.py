@@ -23,6 +23,7 @@ from specrage_jax.data.preprocess import (
     auto_view_kind,
     fit_view_scalers,
     graph_input_views,
+    is_composition,
     scaler_from_tree,
 )
 from specrage_jax.evaluation.metrics import clustering_accuracy
@@ -87,6 +88,26 @@ def test_auto_picks_svd_for_sparse_views_and_standard_l2_for_dense_ones():
     assert auto_view_kind(counts, sparse_below=0.01) == "standard_l2"  # the threshold is a setting
     assert auto_view_kind(counts[:, :80]) == "idf_l2"  # sparse but no wider than the SVD's rank
     assert auto_view_kind(counts[:, :80], svd_components=50) == "svd_l2"  # ... which is a setting
+
+
+def test_auto_scales_dense_compositions_by_their_rows_alone():
+    """Rows of one total (proportions, normalized histograms, counts over a fixed number of draws):
+    l2, not a per-feature standardization that would inflate rare bins."""
+    rng = np.random.default_rng(0)
+    proportions = rng.dirichlet(np.ones(10), size=120)
+    assert is_composition(proportions) and auto_view_kind(proportions) == "l2"
+    histograms = rng.multinomial(37, np.full(20, 0.05), size=120).astype(float)  # 37 draws per row
+    assert auto_view_kind(histograms) == "l2"
+    with_missing = proportions.copy()
+    with_missing[:5] = np.nan  # rows of a missing view say nothing
+    assert is_composition(with_missing)
+    jittered = proportions * (1.0 + 0.01 * rng.random((120, 1)))  # totals 1 % apart: not one total
+    assert not is_composition(jittered) and auto_view_kind(jittered) == "standard_l2"
+    signed = proportions - 0.05  # totals equal, but entries below 0
+    assert not is_composition(signed)
+    sparse = np.zeros((120, 300))
+    sparse[np.arange(120), rng.integers(0, 300, 120)] = 1.0  # one-hot rows: one total, but sparse
+    assert auto_view_kind(sparse) == "svd_l2"
 
 
 def test_idf_scaler_weights_rare_terms_up_and_keeps_empty_rows_empty():

@@ -22,6 +22,8 @@ SCALER_KINDS = ("standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "id
 ROW_NORMALIZING_KINDS = {"l2": "none", "standard_l2": "standard"}  # kind -> the feature scaling before it
 SPARSE_KIND, DENSE_KIND = "svd_l2", "standard_l2"  # what auto picks for sparse and for dense views
 NARROW_SPARSE_KIND = "idf_l2"  # ... and for a sparse view no wider than the SVD's rank
+COMPOSITION_KIND = "l2"  # ... and for a dense view of compositions (rows of one total: proportions, histograms)
+COMPOSITION_TOLERANCE = 1e-3  # row totals within this (relative) of their mean make a view compositional
 
 
 def normalizes_rows(kind: str) -> bool:
@@ -54,16 +56,32 @@ def auto_view_kind(view: np.ndarray, *, sparse_below: float = 0.1, svd_component
     the neighbourhoods; ``idf_l2`` for a sparse view at most that wide (an annotation or keyword
     view of a few dozen terms: the SVD would keep nearly every direction, so nothing evens out
     the terms' frequencies but their inverse document frequency; zeros stay zeros, so an empty
-    row stays empty); ``standard_l2`` otherwise (every feature on one scale, then cosine
-    geometry); ``standard`` for a view of fewer than MIN_FEATURES_FOR_UNIT_ROWS features (at one
+    row stays empty); ``l2`` for a dense view of compositions (:func:`is_composition`: rows of
+    one total, such as proportions, topic mixtures or normalized histograms, whose geometry is
+    the rows' own; standardizing each feature would inflate the rare bins); ``standard_l2``
+    otherwise (every feature on one scale, then cosine geometry); ``standard`` for a view of
+    fewer than MIN_FEATURES_FOR_UNIT_ROWS features (at one
     feature unit rows would all be +-1; at two or three they fold points off the data onto it),
     and for a constant view (no geometry to keep)."""
     x = np.asarray(view)
     if x.shape[1] < MIN_FEATURES_FOR_UNIT_ROWS or x.shape[0] < 2 or np.ptp(x, axis=0).max() == 0:
         return "standard"
     if fraction_nonzero(x) >= sparse_below:
-        return DENSE_KIND
+        return COMPOSITION_KIND if is_composition(x) else DENSE_KIND
     return SPARSE_KIND if x.shape[1] > svd_components else NARROW_SPARSE_KIND
+
+
+def is_composition(x: np.ndarray) -> bool:
+    """Whether the rows of x (n, d) are compositions: non-negative, each summing to the same
+    positive total (within COMPOSITION_TOLERANCE, relative): proportions, normalized histograms,
+    topic mixtures, counts over a fixed number of draws."""
+    x = np.asarray(x, np.float64)
+    x = x[~np.isnan(x).any(axis=1)]  # rows of a missing view say nothing
+    if len(x) == 0 or x.min() < 0:
+        return False
+    totals = x.sum(axis=1)
+    mean = totals.mean()
+    return bool(mean > 0 and np.abs(totals - mean).max() <= COMPOSITION_TOLERANCE * mean)
 
 
 def inverse_document_frequency(x: np.ndarray) -> np.ndarray:
