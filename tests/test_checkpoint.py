@@ -242,7 +242,7 @@ def test_a_checkpoint_of_another_model_is_refused(tmp_path):
 
 
 def test_config_round_trips_through_its_dict():
-    config = preset("handwritten")
+    config = preset("bdgp")
     assert config_from_dict(json.loads(json.dumps(config_to_dict(config)))) == config
     with pytest.raises(ValueError, match=r"section 'model': unknown fields \['depth'\]"):
         config_from_dict({"model": {"depth": 3}})

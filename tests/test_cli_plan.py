@@ -73,10 +73,10 @@ def test_help_shows_the_values_a_named_dataset_trains_with(capsys):
     assert help_dataset(["train", "--dataset=bdgp", "-h"]) == "bdgp"
     assert help_dataset(["train", "--dataset", "bdgp"]) is None
     with pytest.raises(SystemExit):
-        main(["train", "--dataset", "handwritten", "--help"])
+        main(["train", "--dataset", "bdgp", "--help"])
     text = capsys.readouterr().out
-    assert "as --dataset handwritten trains with them" in text
-    assert f"graph.n_neighbors = {preset('handwritten').graph.n_neighbors} *" in text
+    assert "as --dataset bdgp trains with them" in text
+    assert f"model.temperature = {preset('bdgp').model.temperature} *" in text
     with pytest.raises(SystemExit):
         main(["train", "--dataset", "file:mine.npz", "--help"])
     assert "graph.n_neighbors = chosen from the data" in capsys.readouterr().out
