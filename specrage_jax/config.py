@@ -36,6 +36,7 @@ MISSING_VIEW_DEGREES = ("views", "samples", "none")  # graph.missing_view_degree
 SIAMESE_POSITIVES = ("own", "joint")  # siamese.positives: each view's own neighbours, or all views' together
 PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "idf_l2")
 AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.training.defaults)
+AUTO_MIN_LR = 1e-5  # the defaults stop at two decades below the default rate (two plateaus); presets at 1e-8
 
 
 @dataclass(frozen=True)
@@ -404,7 +405,8 @@ class ExperimentConfig:
         and :func:`specrage_jax.training.defaults.resolve_defaults` fills them at fit from the data's shape
         and statistics; the rest are fixed here: per-sample view weights free (T 1, alpha in the
         fused output only, a weak pull of each sample's weights towards 1/V), so a view that is
-        corrupted for a sample loses weight for it, and the embedding's rows to unit norm. The
+        corrupted for a sample loses weight for it, the embedding's rows to unit norm, and training
+        ends once the plateau schedule has lowered the learning rate twice (AUTO_MIN_LR). The
         dataclass defaults (``ExperimentConfig()``) are the fixed base the named presets start from.
         """
         base = cls()
@@ -418,7 +420,7 @@ class ExperimentConfig:
                 output_rows="unit",
             ),
             graph=dataclasses.replace(base.graph, n_neighbors=0, weights_in_affinity=False, weight_entropy=0.001),
-            train=dataclasses.replace(base.train, epochs=0, batch_size=0),
+            train=dataclasses.replace(base.train, epochs=0, batch_size=0, min_lr=AUTO_MIN_LR),
             data=dataclasses.replace(base.data, preprocess=AUTO, graph_inputs=AUTO),
         )
 
