@@ -13,7 +13,9 @@
 # shellcheck source=experiments/gpu_env.sh
 source experiments/gpu_env.sh "${1:-.gpu_data}"
 if [ "$OUT" != experiments/results ]; then cp experiments/results/infinitemnist_curve.json "$OUT/"; fi
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/infinitemnist_curve.XXXXXX")  # each run its own: two runs never share files
+trap 'rm -rf "$WORK"' EXIT
 # shellcheck disable=SC2086  # SIZES and SEEDS are lists
 $PY experiments/infinitemnist_curve.py --data-dir "$DATA" --sizes ${SIZES:-1000000} --seeds ${SEEDS:-0} \
-    --set train.data_on_device=true --work-dir /tmp/infinitemnist_curve \
+    --set train.data_on_device=true --work-dir "$WORK" \
     --json "$OUT/infinitemnist_curve.json" --figure "$OUT/infinitemnist_curve.png"
