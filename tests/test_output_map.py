@@ -26,6 +26,7 @@ from specrage_jax.training.checkpoint import state_from_trees, state_trees
 from specrage_jax.training.checkpoint_files import tree_to_nested
 from specrage_jax.training.output_map import fit_output_map, output_map_rows
 from specrage_jax.training.steps import Batch, rayleigh_matrices
+from tests.simulated_devices import run_child_result
 
 K = 4
 
@@ -200,3 +201,35 @@ def test_the_estimator_scales_by_default_and_not_with_none() -> None:
     np.testing.assert_array_equal(plain.state_.output_map, np.eye(plain.n_components_))
     restored = pickle.loads(pickle.dumps(scaled))
     np.testing.assert_array_equal(restored.transform(views), z)
+
+
+MESH_CHILD = """
+import json
+import jax, numpy as np
+from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.nets.state import create_state
+from specrage_jax.training import sharding as sh
+from specrage_jax.training.output_map import fit_output_map
+
+assert jax.device_count() == 2, jax.devices()
+model = ModelConfig(n_components=4, view_hidden=(16,), weighting_hidden=(8,))
+state = create_state((6, 5), model, GraphConfig(n_neighbors=5), OrthoConfig(), seed=0, view_scales=(2.0, 2.0))
+rng = np.random.default_rng(1)
+views = tuple(rng.standard_normal((96, d)).astype(np.float32) for d in (6, 5))
+mesh = sh.make_data_mesh(2)
+single = fit_output_map(state, views, n_clusters=3, batch_size=32, seed=3)
+sharded = fit_output_map(sh.replicate(state, mesh), views, n_clusters=3, batch_size=32, seed=3, mesh=mesh)
+print("RESULT " + json.dumps({
+    "max_abs_diff": float(np.max(np.abs(np.asarray(single.output_map) - np.asarray(sharded.output_map)))),
+    "max_abs": float(np.max(np.abs(np.asarray(single.output_map)))),
+    "replicated": sh.is_replicated_on(sharded.output_map, mesh),
+}))
+"""
+
+
+@pytest.mark.slow  # a child process on two simulated devices (~10 s)
+def test_the_output_map_of_a_sharded_fit_equals_the_single_device_one() -> None:
+    result = run_child_result(MESH_CHILD, devices=2, timeout=300)
+    assert result["replicated"]
+    assert result["max_abs"] > 0.1
+    assert result["max_abs_diff"] <= 1e-4 * result["max_abs"]
