@@ -327,8 +327,8 @@ class DataConfig:
         "per-view feature scaling: standard | minmax | none | l2 (rows to unit "
         "L2 norm) | standard_l2 (standard, then rows to unit norm) | svd_l2 (rows to "
         "unit norm, TruncatedSVD to data.svd_components, rows to unit norm) | auto "
-        "(per view from its statistics: svd_l2 for sparse views, l2 for dense views whose rows share "
-        "one total (proportions, histograms), else standard_l2)",
+        "(per view from its statistics: svd_l2 for sparse views, hellinger (square roots, then rows to "
+        "unit norm) for dense views whose rows share one total (proportions, histograms), else standard_l2)",
     )
     svd_components: int = _f(100, "dimensions kept by svd_l2 (capped below the view's width and row count)")
     sparse_below: float = _f(0.1, "auto: a view whose fraction of nonzero entries is below this counts as sparse")

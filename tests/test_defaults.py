@@ -90,14 +90,23 @@ def test_auto_picks_svd_for_sparse_views_and_standard_l2_for_dense_ones():
     assert auto_view_kind(counts[:, :80], svd_components=50) == "svd_l2"  # ... which is a setting
 
 
-def test_auto_scales_dense_compositions_by_their_rows_alone():
+def test_auto_maps_dense_compositions_to_their_square_roots_on_the_unit_sphere():
     """Rows of one total (proportions, normalized histograms, counts over a fixed number of draws):
-    l2, not a per-feature standardization that would inflate rare bins."""
+    the Hellinger map, not a per-feature standardization that would inflate rare bins."""
     rng = np.random.default_rng(0)
     proportions = rng.dirichlet(np.ones(10), size=120)
-    assert is_composition(proportions) and auto_view_kind(proportions) == "l2"
+    assert is_composition(proportions) and auto_view_kind(proportions) == "hellinger"
+    scaler = fit_view_scalers([proportions], "auto")[0]
+    rows = scaler.transform(proportions)
+    np.testing.assert_allclose(rows, np.sqrt(proportions), rtol=1e-5)  # sqrt of a row summing to 1 has norm 1
+    np.testing.assert_allclose(rows[:5] @ rows[:5].T, np.sqrt(proportions[:5]) @ np.sqrt(proportions[:5]).T, rtol=1e-5)
+    assert np.isfinite(scaler.transform(proportions - 0.5)).all()  # a new row's negative entry: no NaN
+    restored = scaler_from_tree(scaler.as_tree(), default_kind="auto")
+    np.testing.assert_array_equal(restored.transform(proportions), rows)
+    old_tree = {**scaler.as_tree(), "flags": np.asarray([1, 0], np.int32)}  # saved before the third flag
+    assert not scaler_from_tree(old_tree, default_kind="auto").sqrt_entries
     histograms = rng.multinomial(37, np.full(20, 0.05), size=120).astype(float)  # 37 draws per row
-    assert auto_view_kind(histograms) == "l2"
+    assert auto_view_kind(histograms) == "hellinger"
     with_missing = proportions.copy()
     with_missing[:5] = np.nan  # rows of a missing view say nothing
     assert is_composition(with_missing)

@@ -18,17 +18,17 @@ from sklearn.decomposition import TruncatedSVD
 
 from specrage_jax.validation import as_view_arrays, has_no_rows, present_rows
 
-SCALER_KINDS = ("standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "idf_l2", "auto")
+SCALER_KINDS = ("standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "idf_l2", "hellinger", "auto")
 ROW_NORMALIZING_KINDS = {"l2": "none", "standard_l2": "standard"}  # kind -> the feature scaling before it
 SPARSE_KIND, DENSE_KIND = "svd_l2", "standard_l2"  # what auto picks for sparse and for dense views
 NARROW_SPARSE_KIND = "idf_l2"  # ... and for a sparse view no wider than the SVD's rank
-COMPOSITION_KIND = "l2"  # ... and for a dense view of compositions (rows of one total: proportions, histograms)
+COMPOSITION_KIND = "hellinger"  # ... and for a dense view of compositions (rows of one total: proportions, histograms)
 COMPOSITION_TOLERANCE = 1e-3  # row totals within this (relative) of their mean make a view compositional
 
 
 def normalizes_rows(kind: str) -> bool:
     """Whether a fixed `data.preprocess` kind ends by scaling every row to unit L2 norm."""
-    return kind in ROW_NORMALIZING_KINDS or kind in ("svd_l2", "idf_l2")
+    return kind in ROW_NORMALIZING_KINDS or kind in ("svd_l2", "idf_l2", "hellinger")
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
@@ -56,9 +56,10 @@ def auto_view_kind(view: np.ndarray, *, sparse_below: float = 0.1, svd_component
     the neighbourhoods; ``idf_l2`` for a sparse view at most that wide (an annotation or keyword
     view of a few dozen terms: the SVD would keep nearly every direction, so nothing evens out
     the terms' frequencies but their inverse document frequency; zeros stay zeros, so an empty
-    row stays empty); ``l2`` for a dense view of compositions (:func:`is_composition`: rows of
-    one total, such as proportions, topic mixtures or normalized histograms, whose geometry is
-    the rows' own; standardizing each feature would inflate the rare bins); ``standard_l2``
+    row stays empty); ``hellinger`` for a dense view of compositions (:func:`is_composition`:
+    rows of one total, such as proportions, topic mixtures or normalized histograms): the square
+    root of each entry, then rows to unit norm, so that the dot product of two rows is their
+    Bhattacharyya coefficient (standardizing each feature would inflate the rare bins); ``standard_l2``
     otherwise (every feature on one scale, then cosine geometry); ``standard`` for a view of
     fewer than MIN_FEATURES_FOR_UNIT_ROWS features (at one
     feature unit rows would all be +-1; at two or three they fold points off the data onto it),
@@ -69,6 +70,12 @@ def auto_view_kind(view: np.ndarray, *, sparse_below: float = 0.1, svd_component
     if fraction_nonzero(x) >= sparse_below:
         return COMPOSITION_KIND if is_composition(x) else DENSE_KIND
     return SPARSE_KIND if x.shape[1] > svd_components else NARROW_SPARSE_KIND
+
+
+def signed_sqrt(x: np.ndarray) -> np.ndarray:
+    """sign(x) sqrt(|x|) entrywise: the square root of non-negative entries, defined (not NaN) for
+    a negative entry a new row may hold."""
+    return np.sign(x) * np.sqrt(np.abs(x))
 
 
 def is_composition(x: np.ndarray) -> bool:
@@ -94,14 +101,16 @@ def inverse_document_frequency(x: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class ViewScaler:
     """Maps a view x (m, d) to ``(x - offset) / scale`` (offset, scale (d,), scale nonzero);
-    then with ``unit_rows_first`` each row to unit L2 norm; then with ``components`` (d, r) the
-    projection onto them; then with ``unit_rows`` each row to unit L2 norm. ``kind`` names the
-    recipe it was fitted with."""
+    then with ``sqrt_entries`` each entry to its signed square root; then with
+    ``unit_rows_first`` each row to unit L2 norm; then with ``components`` (d, r) the projection
+    onto them; then with ``unit_rows`` each row to unit L2 norm. ``kind`` names the recipe it
+    was fitted with."""
 
     offset: np.ndarray
     scale: np.ndarray
     unit_rows: bool = False
     unit_rows_first: bool = False
+    sqrt_entries: bool = False  # the Hellinger map of compositions (a scaler pickled before it: False)
     components: np.ndarray | None = None
     kind: str = ""
 
@@ -119,6 +128,8 @@ class ViewScaler:
         if x.ndim != 2 or x.shape[1] != self.in_dim:
             raise ValueError(f"scaler fitted on {self.in_dim} features, got an array of shape {x.shape}")
         z = (x - self.offset) / self.scale
+        if self.sqrt_entries:
+            z = signed_sqrt(z)
         if self.unit_rows_first:
             z = unit_rows(z)
         if self.components is not None:
@@ -138,7 +149,7 @@ class ViewScaler:
         tree = {
             "offset": np.asarray(self.offset),
             "scale": np.asarray(self.scale),
-            "flags": np.asarray([self.unit_rows, self.unit_rows_first], np.int32),
+            "flags": np.asarray([self.unit_rows, self.unit_rows_first, self.sqrt_entries], np.int32),
         }
         if self.components is not None:
             tree["components"] = np.asarray(self.components)
@@ -150,11 +161,14 @@ def scaler_from_tree(tree: dict[str, Any], *, default_kind: str) -> ViewScaler:
     (offset and scale only) takes its row normalization from the run's ``data.preprocess``."""
     offset, scale = np.asarray(tree["offset"]), np.asarray(tree["scale"])
     if "flags" in tree:
-        unit, first = (bool(f) for f in np.asarray(tree["flags"]).ravel()[:2])
+        flags = [bool(f) for f in np.asarray(tree["flags"]).ravel()]
+        unit, first, sqrt = flags[0], flags[1], len(flags) > 2 and flags[2]  # two flags: saved before the third
     else:
-        unit, first = normalizes_rows(default_kind), False
+        unit, first, sqrt = normalizes_rows(default_kind), False, False
     components = np.asarray(tree["components"]) if "components" in tree else None
-    return ViewScaler(offset=offset, scale=scale, unit_rows=unit, unit_rows_first=first, components=components)
+    return ViewScaler(
+        offset=offset, scale=scale, unit_rows=unit, unit_rows_first=first, sqrt_entries=sqrt, components=components
+    )
 
 
 def _nonzero_scale(scale: np.ndarray, offset: np.ndarray) -> np.ndarray:
@@ -192,6 +206,10 @@ def fit_view_scaler(view: np.ndarray, kind: str, *, svd_components: int = 100, s
             components=svd.components_.T.astype(np.float64),
             kind=kind,
         )
+    if kind == "hellinger":
+        return ViewScaler(
+            offset=np.zeros(x.shape[1]), scale=np.ones(x.shape[1]), unit_rows=True, sqrt_entries=True, kind=kind
+        )
     if kind == "idf_l2":
         scale = 1.0 / inverse_document_frequency(x)
         return ViewScaler(offset=np.zeros(x.shape[1]), scale=scale, unit_rows=True, kind=kind)
@@ -214,7 +232,8 @@ def fit_view_scalers(
     kind: "standard" (zero mean, unit std), "minmax" (range [0, 1]), "none" (identity), "l2" (rows
     to unit L2 norm), "standard_l2" (standard, then rows to unit norm), "svd_l2" (rows to unit
     norm, TruncatedSVD to ``svd_components`` dimensions, rows to unit norm), "idf_l2" (each column
-    times its inverse document frequency, then rows to unit norm) or "auto" (per view:
+    times its inverse document frequency, then rows to unit norm), "hellinger" (the square root of
+    each entry, then rows to unit norm: for compositions) or "auto" (per view:
     :func:`auto_view_kind`).
     """
     if kind not in SCALER_KINDS:
