@@ -157,6 +157,14 @@ def test_fit_output_map_sums_seeded_batches_of_the_training_batch_size() -> None
     np.testing.assert_allclose(fitted.output_map, heat_kernel_map(quadratic, gram, 3), rtol=1e-5, atol=1e-6)
 
 
+def test_a_degenerate_output_keeps_the_identity_map_with_a_warning() -> None:
+    state = small_state()
+    collapsed = state.replace(ortho=jax.tree.map(jnp.zeros_like, state.ortho))  # R^-1 = 0: Y = 0
+    with pytest.warns(RuntimeWarning, match="output map could not be fitted"):
+        fitted = fit_output_map(collapsed, small_views(), n_clusters=3, batch_size=16)
+    np.testing.assert_array_equal(fitted.output_map, np.eye(K))
+
+
 def test_embed_applies_the_output_map_and_keeps_the_trained_rows() -> None:
     state = small_state()
     views = small_views()

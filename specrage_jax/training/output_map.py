@@ -3,6 +3,7 @@ output on training batches, then the heat-kernel scaling of :mod:`specrage_jax.o
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,7 +51,8 @@ def fit_output_map(
     unless the model has more components than that); 'none' gives the identity.
 
     Call it after training (the estimator and ``specrage train`` do), with the training rows and
-    batch size the state trained on; ``embed`` then returns Y P."""
+    batch size the state trained on; ``embed`` then returns Y P. Where Y^T Y is singular (a
+    degenerate output) the map stays the identity, with a RuntimeWarning."""
     k = state.r_inv.shape[0]
     if state.model().config.output_scaling == "none" or k <= n_clusters:
         return state.replace(output_map=jnp.eye(k, dtype=jnp.float32))
@@ -65,4 +67,13 @@ def fit_output_map(
     for rows in output_map_rows(n, m, seed=seed):
         batch_quadratic, batch_gram = rayleigh_matrices(state, take_batch(views, codes, rows, mesh, mask))
         quadratic, gram = quadratic + batch_quadratic, gram + batch_gram
-    return state.replace(output_map=heat_kernel_map(quadratic, gram, n_clusters))
+    output_map = heat_kernel_map(quadratic, gram, n_clusters)
+    if not bool(jnp.all(jnp.isfinite(output_map))):  # Y^T Y singular: a degenerate (collapsed) output
+        warnings.warn(
+            "the output map could not be fitted: the trained output's columns are linearly dependent on the "
+            "training batches (a degenerate embedding); the output stays as trained",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        output_map = jnp.eye(k, dtype=jnp.float32)
+    return state.replace(output_map=output_map)
