@@ -139,6 +139,7 @@ def test_estimator_mask_argument_and_nan_rows_agree():
     assert np.isfinite(est.score(with_nan)) and est.score(with_nan) == est.score(views, mask=mask)
 
 
+@pytest.mark.slow  # a full digits fit (~11 s); the masks themselves are checked by the tests above
 def test_digits_clusters_survive_a_missing_view_for_30_percent_of_test_samples():
     """Train on digits once; with the noisy second view all-NaN for a seeded 30% of the test
     samples, test k-means ACC stays within 0.05 of the complete-data ACC (measured: 0.983 vs
