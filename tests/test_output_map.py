@@ -157,6 +157,19 @@ def test_fit_output_map_sums_seeded_batches_of_the_training_batch_size() -> None
     np.testing.assert_allclose(fitted.output_map, heat_kernel_map(quadratic, gram, 3), rtol=1e-5, atol=1e-6)
 
 
+def test_fit_output_map_reads_missing_views_from_nan_rows_of_the_batch() -> None:
+    views = small_views()
+    holes = (views[0], views[1].copy())
+    holes[1][:6] = np.nan  # view 1 missing for six samples
+    fitted = fit_output_map(small_state(), holes, n_clusters=3, batch_size=M)
+    assert np.isfinite(np.asarray(fitted.output_map)).all()
+    mask = np.ones((M, 2), bool)
+    mask[:6, 1] = False
+    zeroed = (views[0], np.where(mask[:, 1:], views[1], 0.0).astype(np.float32))
+    q, g = rayleigh_matrices(small_state(), Batch(views=tuple(jnp.asarray(v) for v in zeroed), mask=jnp.asarray(mask)))
+    np.testing.assert_allclose(fitted.output_map, heat_kernel_map(q, g, 3), rtol=1e-5, atol=1e-6)
+
+
 def test_a_degenerate_output_keeps_the_identity_map_with_a_warning() -> None:
     state = small_state()
     collapsed = state.replace(ortho=jax.tree.map(jnp.zeros_like, state.ortho))  # R^-1 = 0: Y = 0

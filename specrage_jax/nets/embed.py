@@ -1,4 +1,4 @@
-"""Embedding of any number of samples with a trained state (the stored R^-1; no QR here)."""
+"""Embedding of any number of samples with a trained state (the stored R^-1 and output map; no QR here)."""
 
 from __future__ import annotations
 

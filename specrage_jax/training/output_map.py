@@ -15,12 +15,13 @@ from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.ops.spectral_scaling import heat_kernel_map
 from specrage_jax.training.loop import (
     batch_indices,
-    check_training_inputs,
     codes_of_present_rows,
     effective_batch_size,
+    missing_view_mask,
     take_batch,
 )
 from specrage_jax.training.steps import rayleigh_matrices
+from specrage_jax.validation import as_view_arrays, check_view_dims
 
 OUTPUT_MAP_BATCHES = 4  # training batches whose Rayleigh matrices are summed (fewer if the set is smaller)
 OUTPUT_MAP_STREAM = 11  # np.random.default_rng([seed, OUTPUT_MAP_STREAM]) draws their rows
@@ -32,6 +33,17 @@ def output_map_rows(n: int, batch_rows: int, *, seed: int) -> np.ndarray:
     count = max(1, min(OUTPUT_MAP_BATCHES, n // batch_rows))
     rows = batch_indices(n, batch_rows, count, np.random.default_rng([seed, OUTPUT_MAP_STREAM]))
     return np.sort(rows, axis=1)
+
+
+def batch_rows_checked(
+    state: SpecRaGEState, views: Sequence[Any], rows: np.ndarray
+) -> tuple[tuple[np.ndarray, ...], np.ndarray | None]:
+    """(the views' ``rows`` (m,) checked against the model, missing rows set to 0; their mask
+    (m, V) or None): only the rows a batch reads are gathered and checked, not the whole set
+    (training checked it already; views streamed from disk read missing views as NaN rows)."""
+    gathered = as_view_arrays([v[rows] for v in views], what="views", allow_missing=True)
+    check_view_dims(gathered, state.model().view_dims, what="views")
+    return missing_view_mask(gathered, what="views")
 
 
 def fit_output_map(
@@ -56,16 +68,15 @@ def fit_output_map(
     k = state.r_inv.shape[0]
     if state.model().config.output_scaling == "none" or k <= n_clusters:
         return state.replace(output_map=jnp.eye(k, dtype=jnp.float32))
-    no_rows = tuple(np.zeros((0, d), np.float32) for d in state.model().view_dims)
-    views, _, mask, _ = check_training_inputs(state, views, no_rows)
-    if codes is not None:
-        codes = codes_of_present_rows(codes, mask, what="training codes")
-    n = views[0].shape[0]
+    n = len(views[0])
     m = effective_batch_size(n, batch_size, state.graph.n_neighbors)
     quadratic = jnp.zeros((k, k), jnp.float32)
     gram = jnp.zeros((k, k), jnp.float32)
     for rows in output_map_rows(n, m, seed=seed):
-        batch_quadratic, batch_gram = rayleigh_matrices(state, take_batch(views, codes, rows, mesh, mask))
+        batch_views, mask = batch_rows_checked(state, views, rows)
+        batch_codes = None if codes is None else codes_of_present_rows([c[rows] for c in codes], mask, what="codes")
+        batch = take_batch(batch_views, batch_codes, np.arange(m), mesh, mask)
+        batch_quadratic, batch_gram = rayleigh_matrices(state, batch)
         quadratic, gram = quadratic + batch_quadratic, gram + batch_gram
     output_map = heat_kernel_map(quadratic, gram, n_clusters)
     if not bool(jnp.all(jnp.isfinite(output_map))):  # Y^T Y singular: a degenerate (collapsed) output
