@@ -13,6 +13,7 @@ from specrage_jax.runs.prepare import prepare_splits, pretrain, with_n_component
 from specrage_jax.training import pretrained
 from specrage_jax.training.autoencoder import train_autoencoder
 from specrage_jax.training.siamese import (
+    SiameseStepAtMargin,
     contrastive_loss,
     contrastive_pairs,
     joint_neighbor_space,
@@ -280,3 +281,11 @@ def test_a_stage_on_the_device_refuses_rows_streamed_from_disk(stage):
     train, config = (train_autoencoder, SMALL_AE) if stage == "autoencoder" else (train_siamese, SMALL_SIAMESE)
     with pytest.raises(ValueError, match="view 1 in memory"):
         train(Rows(), config, seed=0, name="view 1", on_device=True)  # type: ignore[arg-type]
+
+
+def test_siamese_steps_at_one_margin_are_one_static_argument():
+    """The device epoch takes the step as a static argument: steps at one margin must compare and
+    hash alike (one compiled scan for every net), steps at another margin must not."""
+    assert SiameseStepAtMargin(1.0) == SiameseStepAtMargin(1.0)
+    assert hash(SiameseStepAtMargin(1.0)) == hash(SiameseStepAtMargin(1.0))
+    assert SiameseStepAtMargin(1.0) != SiameseStepAtMargin(0.5)

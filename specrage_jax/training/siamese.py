@@ -15,7 +15,8 @@ reproduce the joint distance from its one view is not taught to push a class's m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache, partial
+from dataclasses import dataclass
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -169,12 +170,16 @@ def joint_neighbor_space(views: Sequence[np.ndarray], *, seed: int, sample: int 
     return np.concatenate(scaled, axis=1)
 
 
-@cache
-def siamese_step_with_margin(margin: float) -> partial[tuple[NetState, jax.Array]]:
-    """:func:`siamese_step` at ``margin``, the same object for every call with that margin: the
-    device epoch takes the step as a static argument, so a new object per net would compile the
-    epoch's scan again."""
-    return partial(siamese_step, margin=margin)
+@dataclass(frozen=True)
+class SiameseStepAtMargin:
+    """:func:`siamese_step` at a fixed ``margin`` as a callable that compares and hashes by its
+    margin: the device epoch takes the step as a static argument, so every net trained at one
+    margin shares the epoch's compiled scan (a new ``partial`` per net would compile it again)."""
+
+    margin: float
+
+    def __call__(self, state: NetState, batch: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[NetState, jax.Array]:
+        return siamese_step(state, batch, margin=self.margin)
 
 
 def gather_pairs(arrays: tuple[jax.Array, ...], items: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -216,7 +221,7 @@ def train_siamese(
     state = create_net_state(siamese_net(x.shape[1], config, seed=seed), config.learning_rate)
     run = run_minibatch_epochs(
         state,
-        siamese_step_with_margin(config.margin),
+        SiameseStepAtMargin(float(config.margin)),
         first.size,
         lambda idx: (x[first[idx]], x[second[idx]], is_positive[idx]),
         batch_size=config.batch_size,
