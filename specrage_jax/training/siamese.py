@@ -178,8 +178,9 @@ class SiameseStepAtMargin:
 
     margin: float
 
-    def __call__(self, state: NetState, batch: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[NetState, jax.Array]:
-        return siamese_step(state, batch, margin=self.margin)
+    def __call__(self, state: NetState, batch: tuple[jax.Array, ...]) -> tuple[NetState, jax.Array]:
+        x_a, x_b, y = batch  # a batch of pairs (x_a (p, d), x_b (p, d), y (p,))
+        return siamese_step(state, (x_a, x_b, y), margin=self.margin)
 
 
 def gather_pairs(arrays: tuple[jax.Array, ...], items: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
