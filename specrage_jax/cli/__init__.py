@@ -17,6 +17,7 @@ import textwrap
 import warnings
 from collections.abc import Sequence
 
+from specrage_jax.cli.compile_cache import enable_compile_cache
 from specrage_jax.cli.embed import run_embed
 from specrage_jax.cli.launch import add_launch_parser, run_launch
 from specrage_jax.cli.output import print_warning_line
@@ -286,6 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(help_dataset(argv)).parse_args(argv)
     if not getattr(args, "debug", False):
         warnings.showwarning = print_warning_line  # this process is the CLI's: its warnings read as one line each
+    if args.command in ("train", "launch", "embed"):
+        enable_compile_cache()  # before anything compiles: a rerun loads the programs this one compiles
     if args.command == "train":
         return run_train(args)
     if args.command == "launch":
