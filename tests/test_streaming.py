@@ -245,13 +245,16 @@ def test_streamed_infinitemnist_run_equals_the_in_memory_run(tmp_path):
 
 
 def test_streamed_embeddings_equal_in_memory_without_autoencoder(tmp_path):
-    """SpecRaGE, the scale estimate, validation and embed read the streamed rows directly."""
+    """SpecRaGE, the scale estimate, validation, the output map and embed read the streamed rows
+    directly. Two components more than the clusters, so the output map is fitted (not the identity)
+    from streamed batches."""
     folder = write_dataset(tmp_path / "d")
     name = f"memmap:{folder}"
     config = small_config(name, "autoencoder.enabled=false", "siamese.enabled=false")
     in_ram_data = load_dataset(name)
-    config = with_n_components(config, in_ram_data.n_classes)
+    config = apply_overrides(config, [f"model.n_components={in_ram_data.n_classes + 2}"])
     a = train_and_evaluate(in_ram_data, config, seed=2)
+    assert not np.allclose(np.asarray(a.state.output_map), np.eye(in_ram_data.n_classes + 2))
     streamed_data = open_streamed_dataset(name)
     b = train_and_evaluate(streamed_data, config, seed=2)
     assert isinstance(b.pretrained.splits.train[0], MemmapRows)
@@ -259,6 +262,7 @@ def test_streamed_embeddings_equal_in_memory_without_autoencoder(tmp_path):
         b.evaluation.y_test, a.evaluation.y_test
     )  # the same rows in the same order: bitwise equal
     np.testing.assert_array_equal(b.evaluation.alpha_test, a.evaluation.alpha_test)
+    np.testing.assert_array_equal(np.asarray(b.state.output_map), np.asarray(a.state.output_map))
     assert_same_run(a.result, b.result)
     streamed_data.close()
 
