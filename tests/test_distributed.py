@@ -109,8 +109,9 @@ def test_a_process_group_comes_from_flags_or_the_environment():
         ProcessGroup("h:1", 2, 2)
 
 
-ARGS = ["--dataset", "digits", "--epochs", "3", "--seed", "0", "--set", "train.batch_size=256", "--no-figure",
-        "--quiet", "--checkpoint-every", "1"]  # fmt: skip
+# two components more than digits' 10 classes: the output map is fitted over the processes too
+ARGS = ["--dataset", "digits", "--epochs", "3", "--seed", "0", "--set", "train.batch_size=256", "--set",
+        "model.n_components=12", "--no-figure", "--quiet", "--checkpoint-every", "1"]  # fmt: skip
 
 
 def specrage(*args: str, cwd: Path, devices: int, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -127,7 +128,7 @@ def model_arrays(run: Path) -> dict[str, np.ndarray]:
     from specrage_jax.training.checkpoint import read_model
 
     state = read_model(run / "model").state
-    return {"r_inv": np.asarray(state.r_inv)} | {
+    return {"r_inv": np.asarray(state.r_inv), "output_map": np.asarray(state.output_map)} | {
         f"param_{i}": np.asarray(a) for i, a in enumerate(jax.tree.leaves(state.params))
     }
 
@@ -155,7 +156,9 @@ def test_specrage_launch_trains_over_two_processes_as_one_process_over_two_devic
     assert two["test"]["kmeans"] == one["test"]["kmeans"] and two["test"]["svm"] == one["test"]["svm"]
     for a, b in zip(two["training"]["epochs"], one["training"]["epochs"], strict=True):
         assert abs(a["train_loss"] - b["train_loss"]) <= 1e-6 * abs(b["train_loss"])
-    compare(model_arrays(launched_run), model_arrays(tmp_path / "one"), 1e-5)
+    launched = model_arrays(launched_run)
+    compare(launched, model_arrays(tmp_path / "one"), 1e-5)
+    assert not np.allclose(launched["output_map"], np.eye(12))  # c > k: a fitted map, not the identity
     checkpoints = launched_run / "checkpoints"
     assert sorted(p.name for p in checkpoints.glob("epoch_*")) == ["epoch_1", "epoch_2", "epoch_3"]
     assert all((p / "specrage_files.json").is_file() for p in checkpoints.glob("epoch_*"))
