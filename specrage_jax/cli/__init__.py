@@ -59,6 +59,10 @@ def config_help(dataset: str | None = None) -> str:
         lines.extend(textwrap.wrap(help_text, 86, initial_indent="      ", subsequent_indent="      "))
     lines.append("")
     lines.append("--print-config prints the configuration a command line trains with, --set values included.")
+    lines.append(
+        "Compiled programs are kept in ~/.cache/specrage_jax/xla for the next command "
+        "(SPECRAGE_COMPILE_CACHE=DIR moves it, =off turns it off)."
+    )
     return "\n".join(lines)
 
 
