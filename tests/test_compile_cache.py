@@ -43,3 +43,9 @@ def test_a_command_process_writes_its_programs_to_a_private_cache(tmp_path):
     assert Path(done.stdout.strip().splitlines()[-1]) == cache
     assert any(cache.iterdir()), "no compiled program was written to the cache"
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+
+
+def test_train_help_names_the_cache_and_its_switch():
+    from specrage_jax.cli import config_help
+
+    assert "~/.cache/specrage_jax/xla" in config_help() and "SPECRAGE_COMPILE_CACHE" in config_help()
