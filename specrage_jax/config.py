@@ -34,7 +34,7 @@ OUTPUT_ROWS = ("raw", "unit")
 OUTPUT_SCALINGS = ("heat", "none")
 MISSING_VIEW_DEGREES = ("views", "samples", "none")  # graph.missing_view_degrees
 SIAMESE_POSITIVES = ("own", "joint")  # siamese.positives: each view's own neighbours, or all views' together
-PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "idf_l2")
+PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "idf_l2", "hellinger")
 AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.training.defaults)
 AUTO_MIN_LR = 1e-5  # the defaults stop at two decades below the default rate (two plateaus); presets at 1e-8
 
@@ -326,9 +326,11 @@ class DataConfig:
         "standard",
         "per-view feature scaling: standard | minmax | none | l2 (rows to unit "
         "L2 norm) | standard_l2 (standard, then rows to unit norm) | svd_l2 (rows to "
-        "unit norm, TruncatedSVD to data.svd_components, rows to unit norm) | auto "
-        "(per view from its statistics: svd_l2 for sparse views, hellinger (square roots, then rows to "
-        "unit norm) for dense views whose rows share one total (proportions, histograms), else standard_l2)",
+        "unit norm, TruncatedSVD to data.svd_components, rows to unit norm) | idf_l2 (columns times their "
+        "inverse document frequency, rows to unit norm) | hellinger (square roots, rows to unit norm) | auto "
+        "(per view from its statistics: svd_l2 for sparse views, idf_l2 for sparse views at most "
+        "data.svd_components wide, hellinger for dense views whose rows share one total (proportions, "
+        "histograms), else standard_l2)",
     )
     svd_components: int = _f(100, "dimensions kept by svd_l2 (capped below the view's width and row count)")
     sparse_below: float = _f(0.1, "auto: a view whose fraction of nonzero entries is below this counts as sparse")

@@ -119,6 +119,16 @@ def test_auto_maps_dense_compositions_to_their_square_roots_on_the_unit_sphere()
     assert auto_view_kind(sparse) == "svd_l2"
 
 
+def test_every_scaler_kind_can_be_set_as_data_preprocess():
+    """The config accepts what the scalers fit (one list), so a kind auto picks can also be set."""
+    rng = np.random.default_rng(0)
+    proportions = rng.dirichlet(np.ones(10), size=40)
+    for kind in ("hellinger", "idf_l2", "svd_l2", "standard_l2"):
+        config = apply_overrides(ExperimentConfig(), [f"data.preprocess={kind}"])
+        scaler = fit_view_scalers([proportions], config.data.preprocess, svd_components=5)[0]
+        assert scaler.kind == kind and np.isfinite(scaler.transform(proportions)).all()
+
+
 def test_idf_scaler_weights_rare_terms_up_and_keeps_empty_rows_empty():
     x = np.zeros((10, 4))
     x[:, 0] = 1.0  # a term in every row

@@ -291,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(help_dataset(argv)).parse_args(argv)
     if not getattr(args, "debug", False):
         warnings.showwarning = print_warning_line  # this process is the CLI's: its warnings read as one line each
-    if args.command in ("train", "launch", "embed"):
+    if args.command in ("train", "embed"):  # (launch starts `train` processes, which enable it themselves)
         enable_compile_cache()  # before anything compiles: a rerun loads the programs this one compiles
     if args.command == "train":
         return run_train(args)

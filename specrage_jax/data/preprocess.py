@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 from sklearn.decomposition import TruncatedSVD
 
+from specrage_jax.config import PREPROCESS_KINDS  # data.preprocess values: one list for the config and the scalers
 from specrage_jax.validation import as_view_arrays, has_no_rows, present_rows
 
-SCALER_KINDS = ("standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "idf_l2", "hellinger", "auto")
 ROW_NORMALIZING_KINDS = {"l2": "none", "standard_l2": "standard"}  # kind -> the feature scaling before it
 SPARSE_KIND, DENSE_KIND = "svd_l2", "standard_l2"  # what auto picks for sparse and for dense views
 NARROW_SPARSE_KIND = "idf_l2"  # ... and for a sparse view no wider than the SVD's rank
@@ -220,7 +220,7 @@ def fit_view_scaler(view: np.ndarray, kind: str, *, svd_components: int = 100, s
     elif kind == "none":
         offset, scale = np.zeros(x.shape[1]), np.ones(x.shape[1])
     else:
-        raise ValueError(f"unknown scaler kind {kind!r}; choose one of {SCALER_KINDS}")
+        raise ValueError(f"unknown scaler kind {kind!r}; choose one of {PREPROCESS_KINDS}")
     return ViewScaler(offset=offset, scale=_nonzero_scale(scale, offset), kind=kind)
 
 
@@ -236,8 +236,8 @@ def fit_view_scalers(
     each entry, then rows to unit norm: for compositions) or "auto" (per view:
     :func:`auto_view_kind`).
     """
-    if kind not in SCALER_KINDS:
-        raise ValueError(f"unknown scaler kind {kind!r}; choose one of {SCALER_KINDS}")
+    if kind not in PREPROCESS_KINDS:
+        raise ValueError(f"unknown scaler kind {kind!r}; choose one of {PREPROCESS_KINDS}")
     return tuple(
         fit_view_scaler(view, kind, svd_components=svd_components, sparse_below=sparse_below)
         for view in as_view_arrays(views, what="views to fit scalers on", allow_missing=True)
