@@ -45,6 +45,7 @@ from specrage_jax.training.defaults import (
     epoch_plan,
     full_batch_size,
     hidden_widths,
+    is_sparser_than_dense,
     partition_ncut,
     resolve_defaults,
     tie_resolved_count,
@@ -301,6 +302,34 @@ def test_component_count_resolves_a_tie_the_cuts_do_not_see():
     assert abs(values[2] - values[1]) < 1e-6 * values[1] and values[3] > 1.5 * values[2]
     assert component_count(w, 2)[0] == 3
     assert component_count(w, 3)[0] == 3  # no tie at 3
+
+
+def test_a_graph_is_sparse_when_l_is_below_a_dense_graph_without_k_components():
+    assert is_sparser_than_dense(5, {5: 1.5, 8: 1.3, 30: 1.1})
+    assert not is_sparser_than_dense(30, {5: 1.5, 8: 1.3, 30: 1.1})  # the dense graph itself
+    assert is_sparser_than_dense(8, {5: 1.5, 8: 1.3, 10: 1.2, 30: -math.inf})  # 10 is the densest usable
+    assert not is_sparser_than_dense(10, {5: 1.5, 8: 1.3, 10: 1.2, 30: -math.inf})
+    assert not is_sparser_than_dense(5, {5: math.inf, 30: math.inf})  # both fall into exactly k components
+    assert not is_sparser_than_dense(5, {})
+
+
+def test_beside_a_sparse_graph_the_dimension_is_at_least_one_more_than_k():
+    x, _ = clustered(200, 4, 6, seed=9)  # clean clusters: k directions split them, c = k alone
+    w = sp.csr_matrix(np.exp(-np.square(x[:, None] - x[None]).sum(-1) / 2.0))
+    assert component_count(w, 4)[0] == 4
+    c, _ = component_count(w, 4, sparse_graph=True)
+    values = np.linalg.eigvalsh(np.diag(np.asarray(w.sum(1)).ravel()) - w.toarray())
+    assert c == tie_resolved_count(values[:9], 5) and c >= 5  # k + 1, grown past a tie at k + 1
+
+
+def test_resolution_adds_a_direction_where_it_chose_a_sparse_graph():
+    x, _ = clustered(300, 4, 6, seed=4, spread=1.0)  # l 5-20 split into 4 components, l 30 does not
+    config, chosen = resolve_defaults(ExperimentConfig.auto(), _shape([x, x[:, ::-1]], 4))
+    assert config.graph.n_neighbors < 30 and config.model.n_components >= 5
+    assert "sparser than the dense one" in chosen["model.n_components"]["why"]
+    tight, _ = clustered(300, 4, 6, seed=4, spread=0.3)  # every l gives 4 components: the graphs agree
+    config, _ = resolve_defaults(ExperimentConfig.auto(), _shape([tight, tight[:, ::-1]], 4))
+    assert config.graph.n_neighbors < 30 and config.model.n_components == 4
 
 
 def _shape(views, k, **kw):
