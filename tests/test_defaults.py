@@ -45,9 +45,9 @@ from specrage_jax.training.defaults import (
     epoch_plan,
     full_batch_size,
     hidden_widths,
-    is_sparser_than_dense,
     partition_ncut,
     resolve_defaults,
+    sparse_split_in_doubt,
     tie_resolved_count,
 )
 from specrage_jax.training.steps import (
@@ -304,13 +304,14 @@ def test_component_count_resolves_a_tie_the_cuts_do_not_see():
     assert component_count(w, 3)[0] == 3  # no tie at 3
 
 
-def test_a_graph_is_sparse_when_l_is_below_a_dense_graph_without_k_components():
-    assert is_sparser_than_dense(5, {5: 1.5, 8: 1.3, 30: 1.1})
-    assert not is_sparser_than_dense(30, {5: 1.5, 8: 1.3, 30: 1.1})  # the dense graph itself
-    assert is_sparser_than_dense(8, {5: 1.5, 8: 1.3, 10: 1.2, 30: -math.inf})  # 10 is the densest usable
-    assert not is_sparser_than_dense(10, {5: 1.5, 8: 1.3, 10: 1.2, 30: -math.inf})
-    assert not is_sparser_than_dense(5, {5: math.inf, 30: math.inf})  # both fall into exactly k components
-    assert not is_sparser_than_dense(5, {})
+def test_a_sparse_split_is_in_doubt_only_where_the_dense_graph_does_not_split_clearly():
+    assert sparse_split_in_doubt(5, {5: 1.5, 8: 1.3, 30: 1.1})
+    assert not sparse_split_in_doubt(30, {5: 1.5, 8: 1.3, 30: 1.1})  # the dense graph itself
+    assert sparse_split_in_doubt(8, {5: 1.5, 8: 1.3, 10: 1.1, 30: -math.inf})  # 10 is the densest usable
+    assert not sparse_split_in_doubt(10, {5: 1.5, 8: 1.3, 10: 1.1, 30: -math.inf})
+    assert not sparse_split_in_doubt(5, {5: 1.9, 30: 1.25})  # the dense graph splits clearly too: they agree
+    assert not sparse_split_in_doubt(5, {5: math.inf, 30: 1.1})  # exactly k components: k-means finds them
+    assert not sparse_split_in_doubt(5, {})
 
 
 def test_beside_a_sparse_graph_the_dimension_is_at_least_one_more_than_k():
@@ -322,12 +323,16 @@ def test_beside_a_sparse_graph_the_dimension_is_at_least_one_more_than_k():
     assert c == tie_resolved_count(values[:9], 5) and c >= 5  # k + 1, grown past a tie at k + 1
 
 
-def test_resolution_adds_a_direction_where_it_chose_a_sparse_graph():
-    x, _ = clustered(300, 4, 6, seed=4, spread=1.0)  # l 5-20 split into 4 components, l 30 does not
-    config, chosen = resolve_defaults(ExperimentConfig.auto(), _shape([x, x[:, ::-1]], 4))
-    assert config.graph.n_neighbors < 30 and config.model.n_components >= 5
+def test_resolution_adds_a_direction_where_it_chose_a_sparse_graph_in_doubt():
+    # four overlapping clusters, each of two shifted halves; the second view a noisy copy: no graph
+    # splits the batch clearly (scores 1.1-1.14), the views agree, so l 10 of the dense 30
+    x, _ = clustered(300, 4, 6, seed=1, spread=3.0)
+    x = x + ((np.arange(300) // 4) % 2)[:, None] * np.eye(6)[0]
+    noisy = x[:, ::-1] + 0.5 * np.random.default_rng(1).standard_normal(x.shape)
+    config, chosen = resolve_defaults(ExperimentConfig.auto(), _shape([x, noisy], 4))
+    assert config.graph.n_neighbors == 10 and config.model.n_components >= 5
     assert "sparser than the dense one" in chosen["model.n_components"]["why"]
-    tight, _ = clustered(300, 4, 6, seed=4, spread=0.3)  # every l gives 4 components: the graphs agree
+    tight, _ = clustered(300, 4, 6, seed=4, spread=0.3)  # the sparse graphs fall into 4 components
     config, _ = resolve_defaults(ExperimentConfig.auto(), _shape([tight, tight[:, ::-1]], 4))
     assert config.graph.n_neighbors < 30 and config.model.n_components == 4
 

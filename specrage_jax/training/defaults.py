@@ -457,8 +457,9 @@ def component_count(
       lambda_k, so the network ends on an arbitrary mix of the two directions; c then grows to
       the first count after which the spectrum has a clear gap.
 
-    * a sparse graph (``sparse_graph``: the neighbour rule chose l below its dense candidate for
-      a clean k-way split): the split may be sub-groups of one class with two classes joined,
+    * a sparse graph in doubt (``sparse_graph``, :func:`sparse_split_in_doubt`: the neighbour rule
+      chose l below its dense candidate, which does not split the batch clearly, and the sparse
+      graph is not k components): its k-way split may be sub-groups of one class with two classes joined,
       which the cut does not tell apart. c is then at least k + 1, grown past a tie at k + 1
       as above. Handwritten (views 0 and 2, 1,800 training rows, l 5, lambda_k+1 / lambda_k
       1.22-1.52): k-means on the bottom k eigenvectors 0.82-0.84, on k + 1 0.95-0.96, while
@@ -488,13 +489,18 @@ def component_count(
     return components, scores
 
 
-def is_sparser_than_dense(l: int, scores: dict[int, float]) -> bool:
+def sparse_split_in_doubt(l: int, scores: dict[int, float]) -> bool:
     """Whether the neighbour rule chose ``l`` below its dense graph (the largest usable candidate
     of ``scores``, {candidate l: eigengap score}), for a clear eigengap or for agreeing views,
-    while the dense graph does not already fall into exactly k components (then the two
-    graphs agree on the groups)."""
+    where the two graphs disagree on the k groups: the dense graph does not split the batch
+    clearly (score below CLEAR_EIGENGAP), and the sparse one does not fall into exactly k
+    components (then its bottom k directions are the components' indicators, and k-means
+    recovers them whatever directions come beside)."""
     usable = [c for c, score in scores.items() if score > -math.inf]
-    return bool(usable) and l < max(usable) and scores[max(usable)] < math.inf
+    if not usable or l not in scores:
+        return False
+    dense = max(usable)
+    return l < dense and scores[dense] < CLEAR_EIGENGAP and scores[l] < math.inf
 
 
 def choose_component_count(scores: dict[int, float], n_clusters: int) -> int:
@@ -579,7 +585,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
         l, scores, batch_graph, agreement = neighbor_count_and_graph(
             graph_views, shape.n_clusters, m, seed=shape.seed, distinct=graph.distinct_neighbors
         )
-        sparse_graph = is_sparser_than_dense(l, scores)
+        sparse_graph = sparse_split_in_doubt(l, scores)
         shown = ", ".join(f"{c}: {score:.3g}" for c, score in scores.items()) or "none fits the batch"
         graph = dataclasses.replace(
             graph,
@@ -616,7 +622,8 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 f"batch's graph cuts it at least {CLEAR_NCUT_GAIN:.0%} less (then the fewest within "
                 f"{NCUT_TOLERANCE:.0%} of the lowest), or its eigenvalues tie at k (lambda_k+1 within "
                 f"{EIGENVALUE_TIE:.0%} of lambda_k: then up to the next clear gap); at least k + 1 beside a "
-                f"graph sparser than the dense one (its clean k-way split may join two classes); normalized "
+                f"graph sparser than the dense one where the dense one splits the batch less clearly (the sparse "
+                f"graph's k-way split may join two classes); normalized "
                 f"cut by components: {shown}",
             ),
         )
