@@ -578,7 +578,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
     if config.data.graph_inputs == "unreduced" and shape.unreduced_views is not None:
         graph_views = shape.unreduced_views
     batch_graph = None  # the batch's mean graph at the chosen l, where the choice of l built it
-    sparse_graph = False  # the chosen l is below the dense candidate
+    sparse_graph = False  # the chosen l is below the dense candidate, its k-way split in doubt
     if graph.n_neighbors == 0:
         if graph_views is None:
             raise ValueError("graph.n_neighbors=0 (from the data) needs the training views in DataShape")
