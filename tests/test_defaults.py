@@ -318,9 +318,9 @@ def test_beside_a_sparse_graph_the_dimension_is_at_least_one_more_than_k():
     x, _ = clustered(200, 4, 6, seed=9)  # clean clusters: k directions split them, c = k alone
     w = sp.csr_matrix(np.exp(-np.square(x[:, None] - x[None]).sum(-1) / 2.0))
     assert component_count(w, 4)[0] == 4
-    c, _ = component_count(w, 4, sparse_graph=True)
-    values = np.linalg.eigvalsh(np.diag(np.asarray(w.sum(1)).ravel()) - w.toarray())
-    assert c == tie_resolved_count(values[:9], 5) and c >= 5  # k + 1, grown past a tie at k + 1
+    # the within-cluster eigenvalues 16.9, 17.1, 17.9, 18.4, 18.9 tie all along: no count past
+    # k + 1 is better determined, so k + 1
+    assert component_count(w, 4, split_in_doubt=True)[0] == 5
 
 
 def test_resolution_adds_a_direction_where_it_chose_a_sparse_graph_in_doubt():

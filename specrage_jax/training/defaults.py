@@ -336,6 +336,11 @@ def _graph_among(rows: np.ndarray, m: int, graph: sp.csr_matrix) -> sp.csr_matri
     return sp.csr_matrix((coo.data, (rows[coo.row], rows[coo.col])), shape=(m, m))
 
 
+def usable_scores(scores: dict[int, float]) -> dict[int, float]:
+    """{candidate l: eigengap score} without the candidates whose graph falls apart (-inf)."""
+    return {l: score for l, score in scores.items() if score > -math.inf}
+
+
 def choose_neighbor_count(scores: dict[int, float], agreement: float = math.nan) -> int | None:
     """The rule of :func:`eigengap_neighbor_count` on {candidate l: eigengap score}: the largest
     usable l, unless a smaller one scores at least CLEAR_EIGENGAP with a gap GAP_GAIN times the
@@ -349,7 +354,7 @@ def choose_neighbor_count(scores: dict[int, float], agreement: float = math.nan)
     structure shrinks gradually as l grows, while a sparse graph's fragments (a class falling
     apart into pieces, two classes joined by a few edges) may split the batch cleanly at one l
     and not at the next, into k groups that are not the clusters."""
-    usable = {l: score for l, score in scores.items() if score > -math.inf}
+    usable = usable_scores(scores)
     if not usable:
         return None
     ordered = sorted(usable)
@@ -439,7 +444,7 @@ def tie_resolved_count(eigenvalues: np.ndarray, n_clusters: int) -> int:
 
 
 def component_count(
-    w: sp.spmatrix, n_clusters: int, *, seed: int = 0, sparse_graph: bool = False
+    w: sp.spmatrix, n_clusters: int, *, seed: int = 0, split_in_doubt: bool = False
 ) -> tuple[int, dict[int, float]]:
     """(c, {candidate c: normalized cut}): the embedding dimension for k = ``n_clusters`` clusters.
 
@@ -457,7 +462,7 @@ def component_count(
       lambda_k, so the network ends on an arbitrary mix of the two directions; c then grows to
       the first count after which the spectrum has a clear gap.
 
-    * a sparse graph in doubt (``sparse_graph``, :func:`sparse_split_in_doubt`: the neighbour rule
+    * a sparse graph in doubt (``split_in_doubt``, :func:`sparse_split_in_doubt`: the neighbour rule
       chose l below its dense candidate, which does not split the batch clearly, and the sparse
       graph is not k components): its k-way split may be sub-groups of one class with two classes joined,
       which the cut does not tell apart. c is then at least k + 1, grown past a tie at k + 1
@@ -484,7 +489,7 @@ def component_count(
             scores[c] = partition_ncut(w, labels, k)
     chosen = choose_component_count(scores, k)
     components = min(tie_resolved_count(values, k), largest) if chosen == k else chosen
-    if sparse_graph:
+    if split_in_doubt:
         components = max(components, min(tie_resolved_count(values, k + 1), largest))
     return components, scores
 
@@ -496,11 +501,11 @@ def sparse_split_in_doubt(l: int, scores: dict[int, float]) -> bool:
     clearly (score below CLEAR_EIGENGAP), and the sparse one does not fall into exactly k
     components (then its bottom k directions are the components' indicators, and k-means
     recovers them whatever directions come beside)."""
-    usable = [c for c, score in scores.items() if score > -math.inf]
-    if not usable or l not in scores:
+    usable = usable_scores(scores)
+    if l not in usable:
         return False
     dense = max(usable)
-    return l < dense and scores[dense] < CLEAR_EIGENGAP and scores[l] < math.inf
+    return l < dense and usable[dense] < CLEAR_EIGENGAP and usable[l] < math.inf
 
 
 def choose_component_count(scores: dict[int, float], n_clusters: int) -> int:
@@ -578,14 +583,14 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
     if config.data.graph_inputs == "unreduced" and shape.unreduced_views is not None:
         graph_views = shape.unreduced_views
     batch_graph = None  # the batch's mean graph at the chosen l, where the choice of l built it
-    sparse_graph = False  # the chosen l is below the dense candidate, its k-way split in doubt
+    split_in_doubt = False  # the chosen l is below the dense candidate, its k-way split in doubt
     if graph.n_neighbors == 0:
         if graph_views is None:
             raise ValueError("graph.n_neighbors=0 (from the data) needs the training views in DataShape")
         l, scores, batch_graph, agreement = neighbor_count_and_graph(
             graph_views, shape.n_clusters, m, seed=shape.seed, distinct=graph.distinct_neighbors
         )
-        sparse_graph = sparse_split_in_doubt(l, scores)
+        split_in_doubt = sparse_split_in_doubt(l, scores)
         shown = ", ".join(f"{c}: {score:.3g}" for c, score in scores.items()) or "none fits the batch"
         graph = dataclasses.replace(
             graph,
@@ -610,7 +615,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 graph_views, shape.n_clusters, m, graph.n_neighbors, seed=shape.seed, distinct=graph.distinct_neighbors
             )
             if batch_graph is None
-            else component_count(batch_graph, shape.n_clusters, seed=shape.seed, sparse_graph=sparse_graph)
+            else component_count(batch_graph, shape.n_clusters, seed=shape.seed, split_in_doubt=split_in_doubt)
         )
         shown = ", ".join(f"{c}: {cut:.4g}" for c, cut in cuts.items()) or "none fits the batch"
         model = dataclasses.replace(
