@@ -162,6 +162,27 @@ def test_imbalanced_narrow_variant(data_dir):
     assert abs(noise.std() / views["zer"][rows].std(axis=0).mean() - 1) < 0.02 and abs(noise.mean()) < 0.1 * noise.std()
 
 
+def test_latent_classes_are_seeded_and_separable_in_the_latent_space():
+    """The generated many-class sets: the shapes and labels they promise, the same views for a
+    seed and other views for another, and each view carrying its class (class means differ far
+    more than the noise moves a row)."""
+    data = dv.build_variant("latent40x10", "/unused", seed=0)
+    assert data.view_dims == (200, 100, 60) and data.n_samples == 400
+    np.testing.assert_array_equal(np.bincount(data.labels), np.full(40, 10))
+    assert all(view.dtype == np.float32 and np.isfinite(view).all() for view in data.views)
+    again = dv.build_variant("latent40x10", "/unused", seed=0)
+    other = dv.build_variant("latent40x10", "/unused", seed=1)
+    np.testing.assert_array_equal(again.views[2], data.views[2])
+    assert not np.array_equal(other.views[2], data.views[2])
+    relu = data.views[0]
+    assert np.mean(relu < -3 * dv.LATENT_VIEWS[0][2]) < 0.005  # ReLU features plus noise: rarely far below 0
+    for view in data.views:
+        means = np.stack([view[data.labels == c].mean(0) for c in range(40)])
+        within = np.mean([view[data.labels == c].var(0).sum() for c in range(40)])
+        assert means.var(0).sum() > 0.5 * within  # the class carries a large share of each view's variance
+    assert dv.build_variant("latent100x16", "/unused").n_samples == 1600
+
+
 def test_registry_names_and_unknown_name():
     assert {"20newsgroups@10pc", "handwritten@16pc", "digits@10pc", "mnistpairs40x10", "mnistpairs100x16"} <= set(
         dv.VARIANTS
