@@ -1,4 +1,4 @@
-"""The figure scripts (experiments/weight_histogram.py, view_forms.py, tsne_snapshots.py),
+"""The figure scripts (experiments/weight_histogram.py, robustness_default.py, view_forms.py, tsne_snapshots.py),
 each run in-process on a tiny configuration: the JSON they write and the PNG beside it."""
 
 from __future__ import annotations
@@ -67,6 +67,56 @@ def test_weight_histogram_of_the_default_estimator_and_of_one_contaminated_view(
     assert view0["contaminated"]["n"] > 0 and view1["contaminated"]["n"] == 0
     assert view0["clean"]["n"] + view0["contaminated"]["n"] == 80  # the 20 % test rows of 400
     assert 0.0 <= result["test_kmeans_acc"] <= 1.0 and (tmp_path / "d.png").stat().st_size > 1000
+
+
+def test_robustness_default_losses_are_against_the_same_seeds_clean_run():
+    """summarize: each contaminated run's loss is measured against its own seed's clean run, for
+    both protocols; the weights average the seeds' group means."""
+    module = load_script("robustness_default")
+
+    def run(kind, seed, acc, test_acc, clean_w, bad_w):
+        group = {"n": 3, "mean": clean_w, "histogram": [3]}
+        views = [{"clean": group, "contaminated": {"n": 2 if kind != "clean" else 0, "mean": bad_w, "histogram": [2]}}]
+        return {
+            "kind": kind,
+            "seed": seed,
+            "predict": {"acc": acc},
+            "kmeans_on_test": {"acc": test_acc},
+            "views": views,
+        }
+
+    runs = [
+        run("clean", 0, 0.8, 0.9, 0.5, None),
+        run("noise", 0, 0.6, 0.9, 0.6, 0.2),
+        run("clean", 1, 1.0, 0.5, 0.5, None),
+        run("noise", 1, 1.0, 0.45, 0.4, 0.4),
+    ]
+    summary = module.summarize(runs, ["clean", "noise"])
+    noise = summary["noise"]
+    assert noise["predict"]["per_seed"] == pytest.approx([25.0, 0.0])
+    assert noise["predict"]["loss_percent_mean"] == pytest.approx(12.5)
+    assert noise["kmeans_on_test"]["per_seed"] == pytest.approx([0.0, 10.0])
+    assert noise["weights"] == [{"clean": pytest.approx(0.5), "contaminated": pytest.approx(0.3)}]
+    assert "loss_percent_mean" not in summary["clean"]["predict"] and summary["clean"]["n_seeds"] == 2
+    with pytest.raises(ValueError, match="contamination must be one of"):
+        module.contaminate((np.zeros((4, 2)),), "dust", 0.5, seed=0, view=None)
+
+
+@pytest.mark.slow  # three default-estimator fits
+def test_robustness_default_writes_runs_summary_and_figure(tmp_path):
+    module = load_script("robustness_default")
+    out = tmp_path / "r.json"
+    module.main(
+        ["--dataset", "blobs", "--seeds", "0", "--fraction", "0.2", "--set", "train.epochs=2", "--out", str(out)]
+    )
+    result = json.loads(out.read_text())
+    assert [r["kind"] for r in result["runs"]] == ["clean", "outliers", "noise"]
+    clean, outliers, noise = result["runs"]
+    assert clean["views"][0]["contaminated"]["n"] == 0
+    assert all(outliers["views"][v]["contaminated"]["n"] > 0 for v in range(2))  # every view, by default
+    assert sum(noise["views"][v]["contaminated"]["n"] for v in range(2)) > 0
+    assert set(result["summary"]["noise"]["predict"]) >= {"acc_mean", "loss_percent_mean", "per_seed"}
+    assert (tmp_path / "r.png").stat().st_size > 1000
 
 
 def test_weight_summary_and_claim_on_a_hand_made_case():
