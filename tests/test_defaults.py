@@ -44,6 +44,7 @@ from specrage_jax.training.defaults import (
     eigengap_score,
     epoch_plan,
     full_batch_size,
+    gap_persists,
     hidden_widths,
     partition_ncut,
     resolve_defaults,
@@ -199,6 +200,12 @@ def test_neighbor_choice_keeps_the_dense_graph_unless_a_sparser_one_is_clearly_c
     assert choose_neighbor_count({5: 1.46, 10: 1.45, 30: 1.35}) == 30  # cleaner, but not twice the gap
     assert choose_neighbor_count({5: 1.6, 8: 1.6, 10: 1.3, 30: 1.1}) == 8  # ties go to the larger l
     assert choose_neighbor_count({5: 1.22, 8: 1.16, 10: 1.13, 12: 1.07}) == 5  # the gap shrinks gradually
+    # one dip is not the end of the gap: the best of the next two candidates keeps a third of it
+    # (faces, one seed; with the next candidate alone this went to the agreeing views' l 10, 0.418 vs 0.603)
+    faces = {5: 1.709, 8: 1.098, 10: 1.316, 12: 1.098, 15: 1.259, 20: 1.012, 30: 1.041}
+    assert gap_persists(faces, 5) and choose_neighbor_count(faces, 0.41) == 5
+    assert not gap_persists({5: 1.414, 8: 1.088, 10: 1.018, 30: 1.05}, 5)  # gone at both: fragments
+    assert gap_persists({5: 1.3, 8: 1.0, 30: 1.12}, 5)  # the window reaches the dense graph itself
     assert choose_neighbor_count({5: -math.inf, 10: 1.3}) == 10
     assert choose_neighbor_count({}) is None
 
