@@ -23,7 +23,6 @@ pooled over the seeds.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -32,46 +31,30 @@ from typing import Any
 import numpy as np
 
 from specrage_jax.data import load_dataset
-from specrage_jax.data.contamination import Contaminated, inject_noise, inject_outliers
 from specrage_jax.evaluation.metrics import cluster_scores, kmeans_metrics
 from specrage_jax.runs.plots import save_figure, view_label
 from specrage_jax.runs.records import write_json_atomic
-from specrage_jax.runs.robustness import relative_degradation
+from specrage_jax.runs.robustness import CLEAN, KINDS, ContaminationSpec, contaminate, relative_degradation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from devsuite import cpu_model
 from weight_histogram import BINS, default_estimator_on_split, inside_clean_data, weight_summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
-KINDS = ("clean", "outliers", "noise")
-
-
-def contaminate(
-    views: tuple[np.ndarray, ...], kind: str, fraction: float, *, seed: int, view: int | None
-) -> Contaminated:
-    """``views`` with ``kind`` contamination ("clean": unchanged, an all-False mask)."""
-    if kind == "clean":
-        return Contaminated(views=views, mask=np.zeros((views[0].shape[0], len(views)), bool))
-    if kind == "outliers":
-        return inject_outliers(views, fraction, seed=seed, view=view)
-    if kind == "noise":
-        return inject_noise(views, fraction, seed=seed)
-    raise ValueError(f"contamination must be one of {', '.join(KINDS)}; got {kind!r}")
 
 
 def one_run(data: Any, kind: str, args: argparse.Namespace, seed: int) -> dict[str, Any]:
     """One fit of the default estimator on ``data`` contaminated by ``kind``: scores and weights."""
-    contaminated = contaminate(tuple(data.views), kind, args.fraction, seed=seed, view=args.outlier_view)
+    spec = ContaminationSpec(outlier_view=args.outlier_view)
+    contaminated, full_mask = contaminate(data, kind, args.fraction, seed=seed, spec=spec)
     start = time.perf_counter()
-    estimator, _, test = default_estimator_on_split(
-        dataclasses.replace(data, views=contaminated.views), list(args.overrides), seed=seed
-    )
+    estimator, _, test = default_estimator_on_split(contaminated, list(args.overrides), seed=seed)
     seconds = time.perf_counter() - start
     test_views = [np.asarray(v)[test] for v in contaminated.views]
     labels = data.labels[test]
-    mask = contaminated.mask[test]
+    mask = full_mask[test]
     inside = np.stack(
-        [inside_clean_data(np.asarray(x), ~contaminated.mask[:, v], test) for v, x in enumerate(contaminated.views)],
+        [inside_clean_data(np.asarray(x), ~full_mask[:, v], test) for v, x in enumerate(contaminated.views)],
         axis=1,
     )
     return {
@@ -155,11 +138,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--fraction", type=float, default=0.4, help="share of samples contaminated")
     parser.add_argument("--outlier-view", type=int, default=None, help="the outliers' view (default: every view)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
+    parser.add_argument("--kinds", nargs="+", default=[CLEAN, *KINDS], choices=[CLEAN, *KINDS])
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", default=None, help="JSON path (default results/robustness_default_<dataset>.json)")
     args = parser.parse_args(argv)
-    kinds = list(dict.fromkeys(["clean", *args.kinds]))  # the losses need the clean run
+    kinds = list(dict.fromkeys([CLEAN, *args.kinds]))  # the losses need the clean run
     runs = []
     for seed in args.seeds:
         data = load_dataset(args.dataset, seed=seed, data_dir=args.data_dir)

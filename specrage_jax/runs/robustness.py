@@ -54,9 +54,10 @@ CLEAN = "clean"
 
 @dataclass(frozen=True)
 class ContaminationSpec:
-    """How contamination is injected (the paper's values by default)."""
+    """How contamination is injected (the paper's values by default). ``outlier_view`` None: the
+    outliers go into every view, each view's samples drawn independently (the paper's blobs figure)."""
 
-    outlier_view: int = 0
+    outlier_view: int | None = 0
     alpha: float = 1.1
     sigma: float = 1.2
 
