@@ -38,7 +38,7 @@ from specrage_jax.runs.robustness import CLEAN, KINDS, ContaminationSpec, contam
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from devsuite import cpu_model
-from weight_histogram import BINS, default_estimator_on_split, inside_clean_data, weight_summary
+from weight_histogram import BINS, default_estimator_on_split, fmt, inside_clean_data, weight_summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -48,7 +48,7 @@ def one_run(data: Any, kind: str, args: argparse.Namespace, seed: int) -> dict[s
     spec = ContaminationSpec(outlier_view=args.outlier_view)
     contaminated, full_mask = contaminate(data, kind, args.fraction, seed=seed, spec=spec)
     start = time.perf_counter()
-    estimator, _, test = default_estimator_on_split(contaminated, list(args.overrides), seed=seed)
+    estimator, test = default_estimator_on_split(contaminated, list(args.overrides), seed=seed)
     seconds = time.perf_counter() - start
     test_views = [np.asarray(v)[test] for v in contaminated.views]
     labels = data.labels[test]
@@ -72,7 +72,7 @@ def one_run(data: Any, kind: str, args: argparse.Namespace, seed: int) -> dict[s
 def summarize(runs: list[dict[str, Any]], kinds: list[str]) -> dict[str, Any]:
     """Per contamination: the relative ACC loss of both protocols (mean, std, per seed) against the
     same seed's clean run, and every view's clean / contaminated mean weight over the seeds."""
-    clean = {r["seed"]: r for r in runs if r["kind"] == "clean"}
+    clean = {r["seed"]: r for r in runs if r["kind"] == CLEAN}
     summary: dict[str, Any] = {}
     for kind in kinds:
         rows = [r for r in runs if r["kind"] == kind]
@@ -80,7 +80,7 @@ def summarize(runs: list[dict[str, Any]], kinds: list[str]) -> dict[str, Any]:
         for protocol in ("predict", "kmeans_on_test"):
             accs = [r[protocol]["acc"] for r in rows]
             entry[protocol] = {"acc_mean": float(np.mean(accs)), "acc_std": float(np.std(accs))}
-            if kind != "clean" and all(r["seed"] in clean for r in rows):
+            if kind != CLEAN and all(r["seed"] in clean for r in rows):
                 losses = [relative_degradation(clean[r["seed"]][protocol]["acc"], r[protocol]["acc"]) for r in rows]
                 entry[protocol].update(
                     loss_percent_mean=float(np.mean(losses)), loss_percent_std=float(np.std(losses)), per_seed=losses
@@ -105,7 +105,7 @@ def plot(result: dict[str, Any], path: Path, view_names: tuple[str, ...]) -> Non
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    kinds = [k for k in result["kinds"] if k != "clean"]
+    kinds = [k for k in result["kinds"] if k != CLEAN]
     n_views = len(result["runs"][0]["views"])
     fig, axes = plt.subplots(len(kinds), n_views, figsize=(4.6 * n_views, 3.2 * len(kinds)), squeeze=False)
     for row, kind in enumerate(kinds):
@@ -150,8 +150,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             run = one_run(data, kind, args, seed)
             runs.append(run)
             weights = " ".join(
-                f"view {v['view']} clean {v['clean']['mean'] or float('nan'):.3f} "
-                f"contaminated {v['contaminated']['mean'] or float('nan'):.3f}"
+                f"view {v['view']} clean {fmt(v['clean']['mean'])} contaminated {fmt(v['contaminated']['mean'])}"
                 for v in run["views"]
             )
             print(

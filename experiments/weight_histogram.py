@@ -207,17 +207,17 @@ def train_preset(
     return config, history, np.asarray(evaluation.alpha_test), evaluation.metrics["kmeans"], test_rows
 
 
-def default_estimator_on_split(data: Any, overrides: list[str], *, seed: int) -> tuple[Any, np.ndarray, np.ndarray]:
+def default_estimator_on_split(data: Any, overrides: list[str], *, seed: int) -> tuple[Any, np.ndarray]:
     """``SpecRaGE(n_clusters=<classes>)`` at its defaults (``overrides`` as config_overrides) fitted
     on the 80 % training rows of the paper's split (it carves its own validation rows from them):
-    (the fitted estimator, training row indices, test row indices)."""
+    (the fitted estimator, test row indices)."""
     from specrage_jax import ExperimentConfig, SpecRaGE
 
     test_fraction = ExperimentConfig().data.test_fraction  # the split every run of this script uses
     split = split_indices(data.labels, seed=seed, test_fraction=test_fraction, val_fraction=0.0)
     estimator = SpecRaGE(n_clusters=data.n_classes, random_state=seed, config_overrides=tuple(overrides))
     estimator.fit([np.asarray(v)[split.train] for v in data.views])
-    return estimator, split.train, split.test
+    return estimator, split.test
 
 
 def fit_default_estimator(
@@ -227,7 +227,7 @@ def fit_default_estimator(
     ``predict``, test row indices)."""
     from specrage_jax.evaluation.metrics import cluster_scores
 
-    estimator, _, test = default_estimator_on_split(data, overrides, seed=seed)
+    estimator, test = default_estimator_on_split(data, overrides, seed=seed)
     test_views = [np.asarray(v)[test] for v in data.views]
     scores = cluster_scores(data.labels[test], estimator.predict(test_views))
     return estimator.config_, estimator.history_, estimator.view_weights(test_views), scores, test

@@ -168,10 +168,10 @@ def eigengap_neighbor_count(
     The dense graph (the largest candidate) is the default: it is connected, and steady to learn
     from in mini-batches. A sparser graph replaces it only when the data shows a clearly cleaner
     k-way split with it: a score of at least CLEAR_EIGENGAP, whose gap (score - 1) is at least
-    GAP_GAIN times the dense graph's, and a next larger candidate that keeps at least
-    GAP_PERSISTENCE of that gap among its next PERSISTENCE_WINDOW candidates
-    (:func:`choose_neighbor_count`); the best such score wins (ties:
-    the larger l). Candidates whose graph falls apart into more than k components are skipped.
+    GAP_GAIN times the dense graph's, and one of its next PERSISTENCE_WINDOW larger candidates
+    keeping at least GAP_PERSISTENCE of that gap (:func:`choose_neighbor_count`); the best such
+    score wins (ties: the larger l). Candidates whose graph falls apart into more than k
+    components are skipped.
     With no candidate left (tiny batches), l = max(1, m // 3).
     """
     l, scores, _, _ = neighbor_count_and_graph(views, n_clusters, batch_rows, seed=seed, distinct=distinct)
@@ -350,7 +350,8 @@ def gap_persists(usable: dict[int, float], l: int) -> bool:
     candidate's score may dip (faces, one seed: 1.71 at l 5, 1.10 at 8, 1.32 at 10); a sparse
     graph's fragments are gone at both next candidates (Handwritten, one split: 1.41, 1.09, 1.02)."""
     ordered = sorted(usable)
-    after = ordered[ordered.index(l) + 1 : ordered.index(l) + 1 + PERSISTENCE_WINDOW]
+    start = ordered.index(l) + 1
+    after = ordered[start : start + PERSISTENCE_WINDOW]
     return max(usable[c] for c in after) - 1.0 >= GAP_PERSISTENCE * (usable[l] - 1.0)
 
 
