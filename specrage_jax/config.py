@@ -239,6 +239,12 @@ class TrainConfig:
     lr_factor: float = _f(0.1, "learning-rate multiplier on a validation plateau")
     lr_patience: int = _f(10, "epochs without validation improvement before the learning rate drops")
     min_lr: float = _f(1e-8, "training stops once the learning rate falls below this")
+    spectral_init: bool = _f(
+        False,
+        "before the first step, set the view nets' output layers to the closed-form minimizer of the "
+        "loss over their random hidden features on one training batch (a generalized eigenproblem; "
+        "needs a weighted-sum fusion and a linear view-net output)",
+    )
     progress: bool = _f(True, "show a per-epoch progress bar")
     data_on_device: bool = _f(
         False,
@@ -422,7 +428,7 @@ class ExperimentConfig:
                 output_rows="unit",
             ),
             graph=dataclasses.replace(base.graph, n_neighbors=0, weights_in_affinity=False, weight_entropy=0.001),
-            train=dataclasses.replace(base.train, epochs=0, batch_size=0, min_lr=AUTO_MIN_LR),
+            train=dataclasses.replace(base.train, epochs=0, batch_size=0, min_lr=AUTO_MIN_LR, spectral_init=True),
             data=dataclasses.replace(base.data, preprocess=AUTO, graph_inputs=AUTO),
         )
 

@@ -26,6 +26,7 @@ class OrthoWeight(nnx.Variable):
 
 
 ACTIVATION_NAMES = ("relu", "leaky_relu", "tanh", "gelu", "none")
+OUTPUT_LAYER_FUSIONS = ("weighting", "average", "linear")  # Y~ = sum_v alpha_v Y^(v): linear in the last layers
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,14 @@ class MLP(nnx.Module):
         self.out_act = out_act
 
     def __call__(self, x: jax.Array) -> jax.Array:
+        return self.out_act(self.layers[-1](self.last_hidden(x)))
+
+    def last_hidden(self, x: jax.Array) -> jax.Array:
+        """What the last layer reads: (m, in_dim) -> (m, hidden[-1]) (the input itself when there
+        are no hidden layers)."""
         for layer in self.layers[:-1]:
             x = self.hidden_act(layer(x))
-        return self.out_act(self.layers[-1](x))
+        return x
 
 
 class SpecRaGENet(nnx.Module):
@@ -169,6 +175,37 @@ class SpecRaGENet(nnx.Module):
         y_tilde, alpha = self._fused(views, per_view, mask)
         fewer_views = [_zero_missing(x, fewer[:, v]) for v, x in enumerate(views)]
         return y_tilde, self._fused(fewer_views, per_view, fewer)[0], alpha
+
+    def output_layer_features(
+        self, views: Sequence[jax.Array], mask: jax.Array | None = None
+    ) -> tuple[jax.Array, jax.Array]:
+        """(Phi (m, p), alpha (m, V)) with Y~ = Phi C, C the view nets' last-layer kernels stacked
+        over their biases ((p, k), see :meth:`set_output_layers`): Phi = [alpha_1 H_1 | ... |
+        alpha_V H_V | alpha], H_v (m, h_v) view v's last hidden features, p = sum_v h_v + V.
+        Only a weighted-sum fusion with a linear view-net output is linear in C
+        (:data:`OUTPUT_LAYER_FUSIONS`); ValueError otherwise."""
+        if self.fusion not in OUTPUT_LAYER_FUSIONS or self.view_nets[0].out_act != activation("none"):
+            raise ValueError(
+                f"the fused output is linear in the view nets' last layers only for model.fusion in "
+                f"{OUTPUT_LAYER_FUSIONS} with model.output_activation 'none'; this model has fusion "
+                f"{self.fusion!r} and output activation {self.view_nets[0].out_act.name!r}"  # type: ignore[attr-defined]
+            )
+        if mask is not None:
+            chex.assert_shape(mask, (views[0].shape[0], len(views)))
+            views = [_zero_missing(x, mask[:, v]) for v, x in enumerate(views)]
+        alpha = self.view_weights(views, mask)
+        hidden = [alpha[:, v : v + 1] * net.last_hidden(x) for v, (net, x) in enumerate(zip(self.view_nets, views))]
+        return jnp.concatenate([*hidden, alpha], axis=1), alpha
+
+    def set_output_layers(self, coefficients: jax.Array) -> None:
+        """Sets the view nets' last layers from C (p, k) laid out as :meth:`output_layer_features`
+        says: view v's kernel is the next h_v rows, then one bias row per view."""
+        widths = [int(net.layers[-1].kernel.value.shape[0]) for net in self.view_nets]
+        chex.assert_shape(coefficients, (sum(widths) + len(widths), self.r_inv[...].shape[0]))
+        offsets = [sum(widths[:v]) for v in range(len(widths) + 1)]
+        for v, net in enumerate(self.view_nets):
+            net.layers[-1].kernel.value = coefficients[offsets[v] : offsets[v + 1]]
+            net.layers[-1].bias.value = coefficients[offsets[-1] + v]
 
     def _present_view_outputs(
         self, views: Sequence[jax.Array], mask: jax.Array | None

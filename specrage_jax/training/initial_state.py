@@ -17,6 +17,7 @@ from specrage_jax.data.lazy import is_streamed
 from specrage_jax.nets.state import SpecRaGEState, create_state
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.loop import History, estimate_view_scales, train_loop
+from specrage_jax.training.spectral_init import check_spectral_init, spectral_init
 from specrage_jax.validation import check_view_coverage, present_rows
 
 
@@ -100,6 +101,8 @@ def train_model(
     ``train.learning_rate`` must equal it (:func:`~specrage_jax.training.loop.train_loop`).
     """
     check_view_coverage(train_views, config.graph.n_neighbors)  # views missing for many samples
+    if config.train.spectral_init:
+        check_spectral_init(config.model)
     state = initial_state(train_views, config, seed=seed, train_codes=train_codes, tx=tx)
     progress = None
     if resume:
@@ -110,6 +113,10 @@ def train_model(
             warnings.warn(f"no training checkpoint in {checkpointer.directory}; training from epoch 0", stacklevel=2)
         else:
             state, progress = restored.state, restored.progress
+    if progress is None and config.train.spectral_init:
+        state = spectral_init(
+            state, train_views, train_codes, batch_size=config.train.batch_size, seed=seed, mesh=mesh
+        )
     return train_loop(
         state,
         train_views,

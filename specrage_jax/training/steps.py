@@ -137,10 +137,10 @@ def spectral_loss(
         _, y_tilde, alpha = _fuse_for_loss(state, params, batch)
     else:
         y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
-    return _loss_of_fused(state, batch, y_tilde @ r_inv, alpha), alpha
+    return loss_of_fused(state, batch, y_tilde @ r_inv, alpha), alpha
 
 
-def _loss_of_fused(state: SpecRaGEState, batch: Batch, y: jax.Array, alpha: jax.Array) -> jax.Array:
+def loss_of_fused(state: SpecRaGEState, batch: Batch, y: jax.Array, alpha: jax.Array) -> jax.Array:
     """Eq. 4 (plus the optional view-weight regularizers) of the orthogonalized output y (m, k):
     :func:`~specrage_jax.ops.objective.spectral_objective` over the batch's graphs (built here
     from its affinity inputs unless given)."""
@@ -243,7 +243,7 @@ def _full_batch_update(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEStat
         r_inv = orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
         if not cfg.grad_through_r_inv:
             r_inv = jax.lax.stop_gradient(r_inv)
-        return _loss_of_fused(state, batch, y_for_loss @ r_inv, alpha), (alpha, r_inv)
+        return loss_of_fused(state, batch, y_for_loss @ r_inv, alpha), (alpha, r_inv)
 
     (loss, (alpha, r_inv)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     state = _with_r_inv(state, jax.lax.stop_gradient(r_inv))
@@ -258,7 +258,7 @@ def rayleigh_matrices(state: SpecRaGEState, batch: Batch) -> tuple[jax.Array, ja
     so Y^T (df/dY) / 2 = c Y^T L Y: its gradient gives the matrix without forming L."""
     y_tilde, alpha = _fuse(state, state.params, batch.views, batch.mask)
     y = y_tilde @ state.r_inv
-    slope = jax.grad(lambda out: _loss_of_fused(state, batch, out, alpha))(y)
+    slope = jax.grad(lambda out: loss_of_fused(state, batch, out, alpha))(y)
     quadratic = y.T @ slope / 2
     return (quadratic + quadratic.T) / 2, y.T @ y
 
