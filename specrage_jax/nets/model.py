@@ -204,8 +204,11 @@ class SpecRaGENet(nnx.Module):
         chex.assert_shape(coefficients, (sum(widths) + len(widths), self.r_inv[...].shape[0]))
         offsets = [sum(widths[:v]) for v in range(len(widths) + 1)]
         for v, net in enumerate(self.view_nets):
-            net.layers[-1].kernel.value = coefficients[offsets[v] : offsets[v + 1]]
-            net.layers[-1].bias.value = coefficients[offsets[-1] + v]
+            last = net.layers[-1]
+            if last.bias is None:  # MLP builds every layer with a bias
+                raise ValueError(f"view {v}: its net's output layer has no bias")
+            last.kernel.value = coefficients[offsets[v] : offsets[v + 1]]
+            last.bias.value = coefficients[offsets[-1] + v]
 
     def _present_view_outputs(
         self, views: Sequence[jax.Array], mask: jax.Array | None

@@ -556,9 +556,7 @@ def step_budget(n_train: int, batch_rows: int, spectral_init: bool) -> tuple[int
     return STEP_BUDGET, "the default budget"
 
 
-def epoch_plan(
-    n_train: int, batch_rows: int, steps_per_epoch: int = 0, budget: int = STEP_BUDGET
-) -> tuple[int, int]:
+def epoch_plan(n_train: int, batch_rows: int, steps_per_epoch: int = 0, budget: int = STEP_BUDGET) -> tuple[int, int]:
     """(epochs, steps_per_epoch): ``budget`` gradient steps in epochs of ``steps_per_epoch``
     steps (0: one pass over the data, at least MIN_STEPS_PER_EPOCH steps)."""
     per_epoch = steps_per_epoch or max(math.ceil(n_train / max(batch_rows, 1)), MIN_STEPS_PER_EPOCH)

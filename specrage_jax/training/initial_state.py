@@ -114,9 +114,7 @@ def train_model(
         else:
             state, progress = restored.state, restored.progress
     if progress is None and config.train.spectral_init:
-        state = spectral_init(
-            state, train_views, train_codes, batch_size=config.train.batch_size, seed=seed, mesh=mesh
-        )
+        state = spectral_init(state, train_views, train_codes, batch_size=config.train.batch_size, seed=seed, mesh=mesh)
     return train_loop(
         state,
         train_views,

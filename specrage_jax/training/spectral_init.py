@@ -24,7 +24,7 @@ from flax import nnx
 from jax.sharding import Mesh
 
 from specrage_jax.config import ModelConfig
-from specrage_jax.nets.model import OUTPUT_LAYER_FUSIONS, OrthoWeight
+from specrage_jax.nets.model import OUTPUT_LAYER_FUSIONS
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.training.loop import (
     batch_indices,
@@ -73,10 +73,10 @@ def bottom_generalized_eigenvectors(
 
 def with_output_layers(state: SpecRaGEState, coefficients: np.ndarray) -> SpecRaGEState:
     """``state`` with the view nets' last layers set from C (p, k) (``SpecRaGENet.set_output_layers``)."""
-    model = state.model()
+    # a model of copied parameters: setting a merged module's variables would change ``state``'s own
+    model = nnx.merge(state.graphdef, jax.tree.map(jnp.copy, state.params), state.ortho)
     model.set_output_layers(jnp.asarray(coefficients, jnp.float32))
-    _, params, _ = nnx.split(model, nnx.Param, OrthoWeight)
-    return state.replace(params=params)
+    return state.replace(params=nnx.state(model, nnx.Param))
 
 
 def check_spectral_init(config: ModelConfig) -> None:
