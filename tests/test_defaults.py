@@ -33,7 +33,6 @@ from specrage_jax.ops.objective import batch_affinities, edge_graph
 from specrage_jax.overrides import apply_overrides
 from specrage_jax.training import defaults as data_rules
 from specrage_jax.training.defaults import (
-    WHOLE_SET_INIT_STEP_BUDGET,
     DataShape,
     batch_for_missing_views,
     bottom_laplacian_eigenvectors,
@@ -50,7 +49,6 @@ from specrage_jax.training.defaults import (
     partition_ncut,
     resolve_defaults,
     sparse_split_in_doubt,
-    step_budget,
     tie_resolved_count,
 )
 from specrage_jax.training.steps import (
@@ -182,13 +180,6 @@ def test_batch_steps_and_widths_follow_the_training_rows():
     assert epoch_plan(183, 183) == (40, 10)  # small sets: epochs of 10 whole-set steps, 400 in all
     epochs, per_epoch = epoch_plan(100_000, 4096)
     assert per_epoch == 25 and epochs * per_epoch >= 400  # an epoch is never cut short
-    assert epoch_plan(183, 183, budget=WHOLE_SET_INIT_STEP_BUDGET) == (10, 10)
-
-
-def test_only_whole_set_steps_from_solved_output_layers_take_the_shorter_budget():
-    assert step_budget(183, 183, spectral_init=True)[0] == WHOLE_SET_INIT_STEP_BUDGET
-    assert step_budget(183, 183, spectral_init=False)[0] == 400
-    assert step_budget(10_000, 4096, spectral_init=True)[0] == 400  # solved on one batch of many
     assert hidden_widths(200) == (512, 512, 256)
     assert hidden_widths(3000) == (256, 256, 128)  # whole-set steps grow with n: narrower nets
     assert hidden_widths(20_000) == (512, 512, 256) and hidden_widths(60_000) == (1024, 1024, 512)
@@ -371,9 +362,8 @@ def test_resolution_records_every_choice_and_its_reason():
         "model.n_components",
     }
     assert config.model.n_components >= 4
-    # the whole set per step, its output layers solved on it first: the shorter budget
-    assert config.train.batch_size == 200 and config.train.spectral_init
-    assert config.train.epochs * config.train.steps_per_epoch >= WHOLE_SET_INIT_STEP_BUDGET
+    assert config.train.batch_size == 200 and config.train.epochs * config.train.steps_per_epoch >= 400
+    assert config.train.spectral_init  # the output layers start solved
     assert config.graph.n_neighbors == chosen["graph.n_neighbors"]["value"]
     assert all(entry["why"] for entry in chosen.values())
     json.dumps(chosen)  # goes into metrics.json and checkpoints as it is

@@ -43,7 +43,6 @@ AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of thei
 AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 ZERO_EIGENVALUE = 1e-8  # normalized-Laplacian eigenvalues below this count as 0 (a component)
 STEP_BUDGET = 400  # gradient steps of a run (at least; an epoch is never cut short)
-WHOLE_SET_INIT_STEP_BUDGET = 100  # ... when every step sees the whole set and the output layers start solved
 MIN_STEPS_PER_EPOCH = 10  # small sets: an "epoch" of the schedule is this many full-batch steps
 WIDTHS_BY_ROWS = (  # (below this many training rows, per-view MLP widths)
     (1500, (512, 512, 256)),
@@ -546,21 +545,11 @@ def hidden_widths(n_train: int) -> tuple[int, ...]:
     return LARGE_WIDTHS
 
 
-def step_budget(n_train: int, batch_rows: int, spectral_init: bool) -> tuple[int, str]:
-    """(gradient steps of a run, why). Where every step sees the whole training set and
-    ``train.spectral_init`` starts the output layers at the exact minimizer over the random
-    features of that same set, training only refines it: WHOLE_SET_INIT_STEP_BUDGET steps;
-    otherwise STEP_BUDGET."""
-    if spectral_init and batch_rows >= n_train:
-        return WHOLE_SET_INIT_STEP_BUDGET, "every step sees the whole set and the output layers start solved on it"
-    return STEP_BUDGET, "the default budget"
-
-
-def epoch_plan(n_train: int, batch_rows: int, steps_per_epoch: int = 0, budget: int = STEP_BUDGET) -> tuple[int, int]:
-    """(epochs, steps_per_epoch): ``budget`` gradient steps in epochs of ``steps_per_epoch``
+def epoch_plan(n_train: int, batch_rows: int, steps_per_epoch: int = 0) -> tuple[int, int]:
+    """(epochs, steps_per_epoch): STEP_BUDGET gradient steps in epochs of ``steps_per_epoch``
     steps (0: one pass over the data, at least MIN_STEPS_PER_EPOCH steps)."""
     per_epoch = steps_per_epoch or max(math.ceil(n_train / max(batch_rows, 1)), MIN_STEPS_PER_EPOCH)
-    return max(1, math.ceil(budget / per_epoch)), per_epoch
+    return max(1, math.ceil(STEP_BUDGET / per_epoch)), per_epoch
 
 
 def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[ExperimentConfig, dict[str, Any]]:
@@ -693,14 +682,11 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 ),
             )
     if train.epochs == 0:
-        budget, budget_why = step_budget(shape.n_train, m, train.spectral_init)
-        epochs, per_epoch = epoch_plan(shape.n_train, m, train.steps_per_epoch, budget)
+        epochs, per_epoch = epoch_plan(shape.n_train, m, train.steps_per_epoch)
         train = dataclasses.replace(
             train,
             epochs=choose(
-                "train.epochs",
-                epochs,
-                f"a budget of {budget} gradient steps ({budget_why}) in epochs of {per_epoch} steps",
+                "train.epochs", epochs, f"a budget of {STEP_BUDGET} gradient steps in epochs of {per_epoch} steps"
             ),
         )
         if train.steps_per_epoch == 0:
