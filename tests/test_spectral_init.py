@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 
-from specrage_jax.config import ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.config import ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, TrainConfig
 from specrage_jax.nets.state import create_state
 from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.spectral_init import (
@@ -83,22 +83,21 @@ def test_output_layer_features_reproduce_the_fused_output() -> None:
 
 def test_the_started_output_is_orthonormal_and_minimizes_the_loss_over_the_features() -> None:
     """On the batch it was solved on: Y~^T Y~ = m I, and no other read-out of the same features
-    (here: random ones, orthonormalized) has a lower Rayleigh trace."""
+    (here: random ones) has a lower generalized Rayleigh trace tr((C^T G C)^-1 C^T A C)."""
     state, views = small_state(), clustered_views()
     started = spectral_init(state, views, batch_size=M, seed=0)
     batch = Batch(views=tuple(jnp.asarray(v) for v in views))  # the whole set: the batch it was solved on
     quadratic, gram = (np.asarray(x, np.float64) for x in rayleigh_matrices(started, batch))
     np.testing.assert_allclose(gram / M, np.eye(K), atol=1e-3)
-    solved = np.trace(quadratic) / M
+    solved = np.trace(np.linalg.solve(gram, quadratic))
     features_quadratic, features_gram = (np.asarray(x, np.float64) for x in feature_rayleigh_matrices(state, batch))
     rng = np.random.default_rng(2)
     for _ in range(20):
         c = rng.standard_normal((features_gram.shape[0], K))
         other = np.trace(np.linalg.solve(c.T @ features_gram @ c, c.T @ features_quadratic @ c))
         assert solved <= other * (1 + 1e-3)
-    random_start = np.asarray(rayleigh_matrices(state, batch)[0], np.float64)
-    random_gram = np.asarray(rayleigh_matrices(state, batch)[1], np.float64)
-    assert solved < np.trace(np.linalg.solve(random_gram, random_start))
+    random_quadratic, random_gram = (np.asarray(x, np.float64) for x in rayleigh_matrices(state, batch))
+    assert solved < np.trace(np.linalg.solve(random_gram, random_quadratic))
 
 
 def test_only_the_output_layers_change() -> None:
@@ -124,8 +123,10 @@ def test_missing_views_start_without_nan() -> None:
 def test_a_fusion_not_linear_in_the_output_layers_is_refused_by_name(fusion: str, output_activation: str) -> None:
     with pytest.raises(ValueError, match=r"train.spectral_init=false"):
         check_spectral_init(ModelConfig(fusion=fusion, output_activation=output_activation))
-    config = ExperimentConfig(model=ModelConfig(n_components=K, fusion=fusion, output_activation=output_activation))
-    config = config.__class__(**{**config.__dict__, "train": config.train.__class__(spectral_init=True, epochs=1)})
+    config = ExperimentConfig(
+        model=ModelConfig(n_components=K, fusion=fusion, output_activation=output_activation),
+        train=TrainConfig(spectral_init=True, epochs=1),
+    )
     with pytest.raises(ValueError, match=rf"fusion {fusion!r}"):
         train_model(list(clustered_views()), [], config, seed=0)
 

@@ -29,6 +29,12 @@ ACTIVATION_NAMES = ("relu", "leaky_relu", "tanh", "gelu", "none")
 OUTPUT_LAYER_FUSIONS = ("weighting", "average", "linear")  # Y~ = sum_v alpha_v Y^(v): linear in the last layers
 
 
+def output_layers_linear(fusion: str, output_activation: str) -> bool:
+    """Whether the fused output Y~ is linear in the view nets' last layers: a weighted-sum fusion
+    (OUTPUT_LAYER_FUSIONS) of view nets with a linear output."""
+    return fusion in OUTPUT_LAYER_FUSIONS and output_activation == "none"
+
+
 @dataclass(frozen=True)
 class Activation:
     """An activation function named by value, so that two networks built from equal configs have
@@ -184,7 +190,7 @@ class SpecRaGENet(nnx.Module):
         alpha_V H_V | alpha], H_v (m, h_v) view v's last hidden features, p = sum_v h_v + V.
         Only a weighted-sum fusion with a linear view-net output is linear in C
         (:data:`OUTPUT_LAYER_FUSIONS`); ValueError otherwise."""
-        if self.fusion not in OUTPUT_LAYER_FUSIONS or self.view_nets[0].out_act != activation("none"):
+        if not output_layers_linear(self.fusion, self.view_nets[0].out_act.name):  # type: ignore[attr-defined]
             raise ValueError(
                 f"the fused output is linear in the view nets' last layers only for model.fusion in "
                 f"{OUTPUT_LAYER_FUSIONS} with model.output_activation 'none'; this model has fusion "

@@ -20,7 +20,7 @@ from specrage_jax.training.loop import (
     missing_view_mask,
     take_batch,
 )
-from specrage_jax.training.steps import rayleigh_matrices
+from specrage_jax.training.steps import Batch, rayleigh_matrices
 from specrage_jax.validation import as_view_arrays, check_view_dims
 
 OUTPUT_MAP_BATCHES = 4  # training batches whose Rayleigh matrices are summed (fewer if the set is smaller)
@@ -35,15 +35,18 @@ def output_map_rows(n: int, batch_rows: int, *, seed: int) -> np.ndarray:
     return np.sort(rows, axis=1)
 
 
-def batch_rows_checked(
-    state: SpecRaGEState, views: Sequence[Any], rows: np.ndarray
-) -> tuple[tuple[np.ndarray, ...], np.ndarray | None]:
-    """(the views' ``rows`` (m,) checked against the model, missing rows set to 0; their mask
-    (m, V) or None): only the rows a batch reads are gathered and checked, not the whole set
-    (training checked it already; views streamed from disk read missing views as NaN rows)."""
+def checked_batch(
+    state: SpecRaGEState, views: Sequence[Any], codes: Sequence[Any] | None, rows: np.ndarray, mesh: Mesh | None
+) -> Batch:
+    """The training rows ``rows`` (m,) of the views (and graph inputs ``codes``, None: the views)
+    as a Batch, checked against the model, missing rows set to 0: only the rows a batch reads are
+    gathered and checked, not the whole set (training checked it already; views streamed from
+    disk read missing views as NaN rows)."""
     gathered = as_view_arrays([v[rows] for v in views], what="views", allow_missing=True)
     check_view_dims(gathered, state.model().view_dims, what="views")
-    return missing_view_mask(gathered, what="views")
+    batch_views, mask = missing_view_mask(gathered, what="views")
+    batch_codes = None if codes is None else codes_of_present_rows([c[rows] for c in codes], mask, what="codes")
+    return take_batch(batch_views, batch_codes, np.arange(len(rows)), mesh, mask)
 
 
 def fit_output_map(
@@ -73,10 +76,7 @@ def fit_output_map(
     quadratic = jnp.zeros((k, k), jnp.float32)
     gram = jnp.zeros((k, k), jnp.float32)
     for rows in output_map_rows(n, m, seed=seed):
-        batch_views, mask = batch_rows_checked(state, views, rows)
-        batch_codes = None if codes is None else codes_of_present_rows([c[rows] for c in codes], mask, what="codes")
-        batch = take_batch(batch_views, batch_codes, np.arange(m), mesh, mask)
-        batch_quadratic, batch_gram = rayleigh_matrices(state, batch)
+        batch_quadratic, batch_gram = rayleigh_matrices(state, checked_batch(state, views, codes, rows, mesh))
         quadratic, gram = quadratic + batch_quadratic, gram + batch_gram
     output_map = heat_kernel_map(quadratic, gram, n_clusters)
     if not bool(jnp.all(jnp.isfinite(output_map))):  # Y^T Y singular: a degenerate (collapsed) output

@@ -24,16 +24,10 @@ from flax import nnx
 from jax.sharding import Mesh
 
 from specrage_jax.config import ModelConfig
-from specrage_jax.nets.model import OUTPUT_LAYER_FUSIONS
+from specrage_jax.nets.model import OUTPUT_LAYER_FUSIONS, output_layers_linear
 from specrage_jax.nets.state import SpecRaGEState
-from specrage_jax.training.loop import (
-    batch_indices,
-    codes_of_present_rows,
-    effective_batch_size,
-    mesh_batch_size,
-    take_batch,
-)
-from specrage_jax.training.output_map import batch_rows_checked
+from specrage_jax.training.loop import batch_indices, effective_batch_size, mesh_batch_size
+from specrage_jax.training.output_map import checked_batch
 from specrage_jax.training.steps import Batch, loss_of_fused
 
 SPECTRAL_INIT_STREAM = 12  # np.random.default_rng([seed, SPECTRAL_INIT_STREAM]) draws the batch's rows
@@ -82,7 +76,7 @@ def with_output_layers(state: SpecRaGEState, coefficients: np.ndarray) -> SpecRa
 def check_spectral_init(config: ModelConfig) -> None:
     """ValueError naming the settings when the fused output is not linear in the view nets' last
     layers (``train.spectral_init`` needs a weighted-sum fusion and a linear view-net output)."""
-    if config.fusion not in OUTPUT_LAYER_FUSIONS or config.output_activation != "none":
+    if not output_layers_linear(config.fusion, config.output_activation):
         raise ValueError(
             f"train.spectral_init needs model.fusion in {OUTPUT_LAYER_FUSIONS} and model.output_activation "
             f"'none' (the fused output linear in the view nets' last layers); got fusion {config.fusion!r}, "
@@ -107,10 +101,7 @@ def spectral_init(
     n = len(views[0])
     m = mesh_batch_size(effective_batch_size(n, batch_size, state.graph.n_neighbors), batch_size, mesh)
     rows = np.sort(batch_indices(n, m, 1, np.random.default_rng([seed, SPECTRAL_INIT_STREAM]))[0])
-    batch_views, mask = batch_rows_checked(state, views, rows)
-    batch_codes = None if codes is None else codes_of_present_rows([c[rows] for c in codes], mask, what="codes")
-    batch = take_batch(batch_views, batch_codes, np.arange(m), mesh, mask)
-    quadratic, gram = jax.device_get(feature_rayleigh_matrices(state, batch))
+    quadratic, gram = jax.device_get(feature_rayleigh_matrices(state, checked_batch(state, views, codes, rows, mesh)))
     coefficients = bottom_generalized_eigenvectors(quadratic, gram, state.r_inv.shape[0])
     if coefficients is None:
         warnings.warn(
