@@ -116,6 +116,37 @@ def test_runs_are_adopted_by_signature_and_only_missing_cells_run():
         CurveSpec(kinds=("fire",))
 
 
+def test_runs_recorded_before_a_later_field_are_adopted_only_at_its_earlier_behaviour():
+    from specrage_jax.config import preset
+    from specrage_jax.overrides import apply_overrides
+    from specrage_jax.runs.robustness import (
+        LATER_FIELDS,
+        earlier_signatures,
+        hash_signature,
+        run_signature,
+        signature_values,
+    )
+
+    method = Method("specrage", ("model.temperature=90",))
+    protocol = {"dataset": "blobs"}
+    config = apply_overrides(preset("blobs"), method.overrides)
+    values = signature_values(config)
+    for section, name, _ in LATER_FIELDS:
+        del values[section][name]
+    before_any = hash_signature(protocol, method, values)  # what a run recorded before every later field carries
+    assert before_any != run_signature(protocol, config, method)
+    assert before_any in earlier_signatures(protocol, config, method)
+    section, name, value = LATER_FIELDS[0]
+    changed = apply_overrides(config, (f"{section}.{name}={not value}",))
+    assert earlier_signatures(protocol, changed, method) == []  # the field changes what the run computes
+    signatures = {"specrage": run_signature(protocol, config, method)}
+    known = [{"method": "weighting", "signature": before_any, "kind": "noise", "fraction": 0.4, "seed": 1, "acc": 0.9}]
+    (adopted,) = adopt_runs(known, signatures, {"specrage": earlier_signatures(protocol, config, method)})
+    assert adopted["signature"] == signatures["specrage"] and adopted["recorded_signature"] == before_any
+    assert adopted["method"] == "specrage" and adopted["acc"] == 0.9
+    assert adopt_runs(known, signatures) == []  # without the earlier signatures nothing matches
+
+
 def test_run_curves_without_running_only_summarizes_adopted_runs():
     from specrage_jax.config import preset
     from specrage_jax.runs.robustness import method_signatures, run_curves

@@ -155,13 +155,47 @@ def pretrain_key(config: ExperimentConfig) -> str:
     return json.dumps({s: values[s] for s in ("data", "siamese", "autoencoder")}, sort_keys=True, default=str)
 
 
-def run_signature(protocol: dict[str, Any], config: ExperimentConfig, method: Method) -> str:
-    """A short hash of everything that changes a run's result apart from (kind, fraction, seed)."""
+# Configuration fields added after runs were recorded, in the order they were added, each with the
+# value under which the code computes what it computed before the field existed. A run recorded
+# before a field existed carries the signature of a configuration without it; such a run is the
+# same run as one whose configuration holds that value, and only then.
+LATER_FIELDS: tuple[tuple[str, str, Any], ...] = (("train", "spectral_init", False),)
+
+
+def signature_values(config: ExperimentConfig) -> dict[str, Any]:
+    """The configuration as a signature sees it: without the fields that only say how a run
+    executes (progress bars, where the data lives), not what it computes."""
     values = config_to_dict(config)
-    for execution_only in ("progress", "data_on_device"):  # how a run executes, not what it computes
+    for execution_only in ("progress", "data_on_device"):
         values["train"].pop(execution_only, None)
+    return values
+
+
+def hash_signature(protocol: dict[str, Any], method: Method, values: dict[str, Any]) -> str:
+    """A short hash of the protocol, the method's kind and the configuration ``values``."""
     payload = {"protocol": protocol, "alignment": method.alignment, "config": values}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def run_signature(protocol: dict[str, Any], config: ExperimentConfig, method: Method) -> str:
+    """A short hash of everything that changes a run's result apart from (kind, fraction, seed)."""
+    return hash_signature(protocol, method, signature_values(config))
+
+
+def earlier_signatures(protocol: dict[str, Any], config: ExperimentConfig, method: Method) -> list[str]:
+    """The signatures this run was recorded under before the fields of LATER_FIELDS existed: for
+    each field, the configuration without it and every field added after it, where all of those
+    hold their earlier behaviour's value (none where one does not)."""
+    values = signature_values(config)
+    earlier = []
+    for start in range(len(LATER_FIELDS)):
+        dropped = LATER_FIELDS[start:]
+        if all(values[section].get(name) == value for section, name, value in dropped):
+            trimmed = {section: dict(fields) for section, fields in values.items()}
+            for section, name, _ in dropped:
+                trimmed[section].pop(name, None)
+            earlier.append(hash_signature(protocol, method, trimmed))
+    return earlier
 
 
 def mean_weights(alpha: np.ndarray, rows: np.ndarray) -> list[float] | None:
@@ -335,28 +369,49 @@ def protocol_record(dataset: str, spec: CurveSpec) -> dict[str, Any]:
     }
 
 
+def check_distinct_names(methods: Sequence[Method]) -> None:
+    """ValueError for two methods with one name."""
+    names = [m.name for m in methods]
+    if len(set(names)) != len(names):
+        raise ValueError(f"method names must be distinct, got {names}")
+
+
 def method_signatures(
     dataset: str, spec: CurveSpec, base: ExperimentConfig, methods: Sequence[Method], n_classes: int
 ) -> dict[str, str]:
     """{method name: run signature}; ValueError for two methods with one name."""
-    names = [m.name for m in methods]
-    if len(set(names)) != len(names):
-        raise ValueError(f"method names must be distinct, got {names}")
+    check_distinct_names(methods)
     protocol = protocol_record(dataset, spec)
     return {m.name: run_signature(protocol, method_config(base, m, n_classes), m) for m in methods}
 
 
-def adopt_runs(known: Iterable[dict[str, Any]], signatures: dict[str, str]) -> list[dict[str, Any]]:
+def method_earlier_signatures(
+    dataset: str, spec: CurveSpec, base: ExperimentConfig, methods: Sequence[Method], n_classes: int
+) -> dict[str, list[str]]:
+    """{method name: the signatures its runs had before later fields existed} (:func:`earlier_signatures`)."""
+    check_distinct_names(methods)
+    protocol = protocol_record(dataset, spec)
+    return {m.name: earlier_signatures(protocol, method_config(base, m, n_classes), m) for m in methods}
+
+
+def adopt_runs(
+    known: Iterable[dict[str, Any]], signatures: dict[str, str], earlier: dict[str, list[str]] | None = None
+) -> list[dict[str, Any]]:
     """The recorded runs whose signature belongs to one of our methods, renamed to that method
-    (a run of "weighting" in one file is the "specrage" run of another), one per cell."""
-    by_signature = {sig: name for name, sig in reversed(list(signatures.items()))}
+    (a run of "weighting" in one file is the "specrage" run of another), one per cell. A run
+    recorded under one of a method's ``earlier`` signatures is adopted under its current one."""
+    current = {sig: (name, sig) for name, sig in reversed(list(signatures.items()))}
+    for name, olds in (earlier or {}).items():
+        current.update({old: (name, signatures[name]) for old in olds if old not in current})
     adopted: dict[tuple[str, str, float, int], dict[str, Any]] = {}
     for run in known:
-        sig = run.get("signature")
-        if sig in by_signature:
-            adopted.setdefault(
-                (sig, run["kind"], float(run["fraction"]), int(run["seed"])), {**run, "method": by_signature[sig]}
-            )
+        recorded = run.get("signature")
+        if recorded in current:
+            name, sig = current[recorded]
+            renamed = {**run, "method": name, "signature": sig}
+            if recorded != sig:
+                renamed["recorded_signature"] = recorded
+            adopted.setdefault((sig, run["kind"], float(run["fraction"]), int(run["seed"])), renamed)
     return list(adopted.values())
 
 
@@ -380,7 +435,8 @@ def run_curves(
     Returns (run records, curves as :func:`summarize_curves`)."""
     first = subsample(load(spec.seeds[0]), spec.max_samples, seed=spec.seeds[0])
     signatures = method_signatures(dataset, spec, base, methods, first.n_classes)
-    runs = adopt_runs(known_runs, signatures)
+    earlier = method_earlier_signatures(dataset, spec, base, methods, first.n_classes)
+    runs = adopt_runs(known_runs, signatures, earlier)
     names = [m.name for m in methods]
     summarize = lambda: summarize_curves(runs, names, spec.kinds, spec.fractions)  # noqa: E731
     done = {(r["signature"], r["kind"], float(r["fraction"]), int(r["seed"])) for r in runs}
