@@ -44,7 +44,9 @@ README_PAGE = "README.md"
 RESULTS_PAGE = "docs/07-results.md"
 REPRODUCE_SCRIPT = EXPERIMENTS / "reproduce_tables.py"
 
-Payloads = Mapping[str, Any]  # file stem -> parsed JSON
+Payloads = Mapping[str, Any]  # file stem (its path under results/, without .json) -> parsed JSON
+ROBUSTNESS_SEEDS = "robustness_seeds/robustness_bdgp"  # the robustness curves on the current BDGP preset
+KINDS = ("outliers", "noise")  # the contamination kinds of a curve file, in table order
 
 OPEN_RE = re.compile(r"^<!-- results:(?P<name>[A-Za-z0-9_]+)(?:\s[^\n]*)?-->[ \t]*$", re.MULTILINE)
 CLOSE_FORMAT = "<!-- /results:{name} -->"
@@ -223,11 +225,15 @@ def fusion_label(name: str, spec: Mapping[str, Any]) -> str:
     return label + FUSION_NOTES.get(name, "")
 
 
-def degradation_at(curve: Mapping[str, Any], fraction: float) -> str:
-    """The relative ACC loss (%) of a curve at ``fraction``, 1 decimal; '—' when not measured."""
-    values = dict(zip(curve["fractions"], curve["degradation_mean"]))
-    value = values.get(fraction)
-    return "—" if value is None else f"{value:.1f}"
+def degradation_at(curve: Mapping[str, Any], fraction: float, *, spread: bool = True) -> str:
+    """The relative ACC loss (%) of a curve at ``fraction``, 1 decimal, '± std' over its seeds
+    where there are several (and ``spread``); '—' when not measured."""
+    at = {f: i for i, f in enumerate(curve["fractions"])}
+    if fraction not in at or curve["degradation_mean"][at[fraction]] is None:
+        return "—"
+    i = at[fraction]
+    mean, seeds = curve["degradation_mean"][i], curve.get("n_seeds", [1] * len(at))[i]
+    return f"{mean:.1f} ± {curve['degradation_std'][i]:.1f}" if spread and seeds > 1 else f"{mean:.1f}"
 
 
 def clean_view_weights(payload: Mapping[str, Any], method: str) -> str:
@@ -255,24 +261,56 @@ def robustness_rows(payload: Mapping[str, Any], methods: Sequence[str], fraction
     return rows
 
 
+def seeds_label(payload: Mapping[str, Any]) -> str:
+    """'seed 0' or 'seeds 0, 1, 2' for a curve file."""
+    seeds = payload["seeds"]
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(str(s) for s in seeds)}"
+
+
+def grid_cell(curve: Mapping[str, Any], fraction: float, n_seeds: int) -> str:
+    """:func:`degradation_at` without the spread, naming how many of the ``n_seeds`` it averages
+    where that is fewer (a job cut short)."""
+    cell = degradation_at(curve, fraction, spread=False)
+    counts = dict(zip(curve["fractions"], curve.get("n_seeds", [])))
+    found = counts.get(fraction, n_seeds)
+    return cell if cell == "—" or found >= n_seeds else f"{cell} ({found} of {n_seeds} seeds)"
+
+
+def grid_rows(payload: Mapping[str, Any], methods: Sequence[str]) -> list[list[str]]:
+    """One row per method: its mean relative ACC loss (%) at every fraction, outliers then noise."""
+    fractions = sorted(payload["fractions"])
+    n_seeds = len(payload["seeds"])
+    return [
+        [
+            fusion_label(method, payload["methods"][method]),
+            *(grid_cell(payload["curves"][kind][method], f, n_seeds) for kind in KINDS for f in fractions),
+        ]
+        for method in methods
+    ]
+
+
 def render_robustness_bdgp(payloads: Payloads) -> str:
-    """Each fusion (fusion_bdgp.json) and the alignment baseline (robustness_bdgp.json) at 40 % contamination."""
-    fusion, robustness = payloads["fusion_bdgp"], payloads["robustness_bdgp"]
+    """Each fusion (fusion_bdgp.json) and the alignment baseline (robustness_seeds/robustness_bdgp.json)
+    at the largest contamination, mean ± std over the seeds, then every fusion at every level."""
+    fusion, robustness = payloads["fusion_bdgp"], payloads[ROBUSTNESS_SEEDS]
     fraction = max(fusion["fractions"])
-    seeds = ", ".join(str(s) for s in fusion["seeds"])
     view = fusion["contamination"]["outlier_view"]
+    dataset = DATASET_LABELS.get(fusion["dataset"], fusion["dataset"])
     caption = (
-        f"Relative loss of test k-means ACC in % at {100 * fraction:.0f} % contamination, "
-        f"{DATASET_LABELS.get(fusion['dataset'], fusion['dataset'])}, seed{'s' if len(fusion['seeds']) > 1 else ''} "
-        f"{seeds} (`experiments/fusion_comparison.py`; the alignment baseline from "
-        f"`experiments/robustness_curves.py`):"
+        f"Relative loss of test k-means ACC in % at {100 * fraction:.0f} % contamination, {dataset}, "
+        f"{seeds_label(fusion)}, mean ± std (`experiments/fusion_comparison.py`; the alignment baseline "
+        f"from `experiments/robustness_curves.py`, {seeds_label(robustness)}):"
     )
     header = ["fusion", "clean ACC", f"outliers in view {view}", "noise in one random view", "view weights, clean run"]
     rows = robustness_rows(fusion, list(fusion["methods"]), fraction)
     rows += robustness_rows(
         robustness, [m for m in robustness["methods"] if robustness["methods"][m].get("alignment")], fraction
     )
-    return "\n".join([caption, "", *markdown_table(header, rows)]) + "\n"
+    levels = [f"{100 * f:.0f} %" for f in sorted(fusion["fractions"])]
+    grid_caption = f"Every level, mean over {seeds_label(fusion)}:"
+    grid_header = ["fusion", *(f"{kind} {level}" for kind in KINDS for level in levels)]
+    grid = markdown_table(grid_header, grid_rows(fusion, list(fusion["methods"])))
+    return "\n".join([caption, "", *markdown_table(header, rows), "", grid_caption, "", *grid]) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,7 +392,7 @@ class Block:
 
 BLOCKS: dict[str, Block] = {
     "paper_results": Block((*MULTI_SEED_SOURCES, *SINGLE_RUN_SOURCES), render_paper_results, README_PAGE),
-    "robustness_bdgp": Block(("fusion_bdgp", "robustness_bdgp"), render_robustness_bdgp, RESULTS_PAGE),
+    "robustness_bdgp": Block(("fusion_bdgp", ROBUSTNESS_SEEDS), render_robustness_bdgp, RESULTS_PAGE),
     "devsuite": Block(("devsuite",), render_devsuite, RESULTS_PAGE),
 }
 PAGES: tuple[str, ...] = tuple(dict.fromkeys(block.page for block in BLOCKS.values()))

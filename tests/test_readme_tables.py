@@ -37,6 +37,7 @@ def copy_sources(destination: Path) -> Path:
     destination.mkdir(parents=True, exist_ok=True)
     for block in rt.BLOCKS.values():
         for stem in block.sources:
+            (destination / f"{stem}.json").parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(RESULTS / f"{stem}.json", destination / f"{stem}.json")
     return destination
 
