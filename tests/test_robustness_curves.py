@@ -149,12 +149,12 @@ def test_runs_recorded_before_a_later_field_are_adopted_only_at_its_earlier_beha
 
 def test_run_curves_without_running_only_summarizes_adopted_runs():
     from specrage_jax.config import preset
-    from specrage_jax.runs.robustness import method_signatures, run_curves
+    from specrage_jax.runs.robustness import method_signature_sets, run_curves
 
     spec = CurveSpec(kinds=("noise",), fractions=(0.4,), max_samples=100)
     load = lambda seed: make_blobs_views(n_samples=300, seed=seed)  # noqa: E731
     methods = [Method("specrage", ("model.temperature=90",))]
-    sig = method_signatures("blobs", spec, preset("blobs"), methods, 5)["specrage"]
+    sig = method_signature_sets("blobs", spec, preset("blobs"), methods, 5)[0]["specrage"]
     known = [{"method": "x", "signature": sig, "kind": "clean", "fraction": 0.0, "seed": 0, "acc": 0.8}]
     runs, curves = run_curves("blobs", load, methods, preset("blobs"), spec, known_runs=known, run_missing=False)
     assert [r["method"] for r in runs] == ["specrage"]

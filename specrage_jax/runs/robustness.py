@@ -369,29 +369,20 @@ def protocol_record(dataset: str, spec: CurveSpec) -> dict[str, Any]:
     }
 
 
-def check_distinct_names(methods: Sequence[Method]) -> None:
-    """ValueError for two methods with one name."""
+def method_signature_sets(
+    dataset: str, spec: CurveSpec, base: ExperimentConfig, methods: Sequence[Method], n_classes: int
+) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """({method name: run signature}, {method name: the signatures its runs had before later
+    fields existed} (:func:`earlier_signatures`)); ValueError for two methods with one name."""
     names = [m.name for m in methods]
     if len(set(names)) != len(names):
         raise ValueError(f"method names must be distinct, got {names}")
-
-
-def method_signatures(
-    dataset: str, spec: CurveSpec, base: ExperimentConfig, methods: Sequence[Method], n_classes: int
-) -> dict[str, str]:
-    """{method name: run signature}; ValueError for two methods with one name."""
-    check_distinct_names(methods)
     protocol = protocol_record(dataset, spec)
-    return {m.name: run_signature(protocol, method_config(base, m, n_classes), m) for m in methods}
-
-
-def method_earlier_signatures(
-    dataset: str, spec: CurveSpec, base: ExperimentConfig, methods: Sequence[Method], n_classes: int
-) -> dict[str, list[str]]:
-    """{method name: the signatures its runs had before later fields existed} (:func:`earlier_signatures`)."""
-    check_distinct_names(methods)
-    protocol = protocol_record(dataset, spec)
-    return {m.name: earlier_signatures(protocol, method_config(base, m, n_classes), m) for m in methods}
+    configs = {m.name: method_config(base, m, n_classes) for m in methods}
+    return (
+        {m.name: run_signature(protocol, configs[m.name], m) for m in methods},
+        {m.name: earlier_signatures(protocol, configs[m.name], m) for m in methods},
+    )
 
 
 def adopt_runs(
@@ -434,8 +425,7 @@ def run_curves(
 
     Returns (run records, curves as :func:`summarize_curves`)."""
     first = subsample(load(spec.seeds[0]), spec.max_samples, seed=spec.seeds[0])
-    signatures = method_signatures(dataset, spec, base, methods, first.n_classes)
-    earlier = method_earlier_signatures(dataset, spec, base, methods, first.n_classes)
+    signatures, earlier = method_signature_sets(dataset, spec, base, methods, first.n_classes)
     runs = adopt_runs(known_runs, signatures, earlier)
     names = [m.name for m in methods]
     summarize = lambda: summarize_curves(runs, names, spec.kinds, spec.fractions)  # noqa: E731

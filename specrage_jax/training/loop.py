@@ -268,6 +268,20 @@ def validation_loss(
     return float(jnp.mean(jnp.stack(losses)))
 
 
+def checked_batch(
+    state: SpecRaGEState, views: Sequence[Any], codes: Sequence[Any] | None, rows: np.ndarray, mesh: Mesh | None
+) -> Batch:
+    """The training rows ``rows`` (m,) of the views (and graph inputs ``codes``, None: the views)
+    as a Batch, checked against the model, missing rows set to 0: only the rows a batch reads are
+    gathered and checked, not the whole set (training checked it already; views streamed from
+    disk read missing views as NaN rows)."""
+    gathered = as_view_arrays([v[rows] for v in views], what="views", allow_missing=True)
+    check_view_dims(gathered, state.model().view_dims, what="views")
+    batch_views, mask = missing_view_mask(gathered, what="views")
+    batch_codes = None if codes is None else codes_of_present_rows([c[rows] for c in codes], mask, what="codes")
+    return take_batch(batch_views, batch_codes, np.arange(len(rows)), mesh, mask)
+
+
 def missing_view_mask(views: Sequence[np.ndarray], *, what: str) -> tuple[tuple[np.ndarray, ...], np.ndarray | None]:
     """(views with missing rows set to 0, mask (n, V) bool or None) of views in which an all-NaN
     row marks a view the sample does not have; None when every view is present, so complete

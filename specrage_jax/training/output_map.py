@@ -13,15 +13,8 @@ from jax.sharding import Mesh
 
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.ops.spectral_scaling import heat_kernel_map
-from specrage_jax.training.loop import (
-    batch_indices,
-    codes_of_present_rows,
-    effective_batch_size,
-    missing_view_mask,
-    take_batch,
-)
-from specrage_jax.training.steps import Batch, rayleigh_matrices
-from specrage_jax.validation import as_view_arrays, check_view_dims
+from specrage_jax.training.loop import batch_indices, checked_batch, effective_batch_size
+from specrage_jax.training.steps import rayleigh_matrices
 
 OUTPUT_MAP_BATCHES = 4  # training batches whose Rayleigh matrices are summed (fewer if the set is smaller)
 OUTPUT_MAP_STREAM = 11  # np.random.default_rng([seed, OUTPUT_MAP_STREAM]) draws their rows
@@ -33,20 +26,6 @@ def output_map_rows(n: int, batch_rows: int, *, seed: int) -> np.ndarray:
     count = max(1, min(OUTPUT_MAP_BATCHES, n // batch_rows))
     rows = batch_indices(n, batch_rows, count, np.random.default_rng([seed, OUTPUT_MAP_STREAM]))
     return np.sort(rows, axis=1)
-
-
-def checked_batch(
-    state: SpecRaGEState, views: Sequence[Any], codes: Sequence[Any] | None, rows: np.ndarray, mesh: Mesh | None
-) -> Batch:
-    """The training rows ``rows`` (m,) of the views (and graph inputs ``codes``, None: the views)
-    as a Batch, checked against the model, missing rows set to 0: only the rows a batch reads are
-    gathered and checked, not the whole set (training checked it already; views streamed from
-    disk read missing views as NaN rows)."""
-    gathered = as_view_arrays([v[rows] for v in views], what="views", allow_missing=True)
-    check_view_dims(gathered, state.model().view_dims, what="views")
-    batch_views, mask = missing_view_mask(gathered, what="views")
-    batch_codes = None if codes is None else codes_of_present_rows([c[rows] for c in codes], mask, what="codes")
-    return take_batch(batch_views, batch_codes, np.arange(len(rows)), mesh, mask)
 
 
 def fit_output_map(

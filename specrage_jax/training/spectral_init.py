@@ -26,9 +26,8 @@ from jax.sharding import Mesh
 from specrage_jax.config import ModelConfig
 from specrage_jax.nets.model import OUTPUT_LAYER_FUSIONS, output_layers_linear
 from specrage_jax.nets.state import SpecRaGEState
-from specrage_jax.training.loop import batch_indices, effective_batch_size, mesh_batch_size
-from specrage_jax.training.output_map import checked_batch
-from specrage_jax.training.steps import Batch, loss_of_fused
+from specrage_jax.training.loop import batch_indices, checked_batch, effective_batch_size, mesh_batch_size
+from specrage_jax.training.steps import Batch, rayleigh_matrices_at
 
 SPECTRAL_INIT_STREAM = 12  # np.random.default_rng([seed, SPECTRAL_INIT_STREAM]) draws the batch's rows
 FEATURE_RANK_TOL = 1e-6  # feature directions whose Gram eigenvalue is below this share of the largest are dropped
@@ -39,11 +38,8 @@ def feature_rayleigh_matrices(state: SpecRaGEState, batch: Batch) -> tuple[jax.A
     """(Phi^T L Phi, Phi^T Phi), (p, p) each, of a batch's output-layer features Phi (m, p): L is
     the Laplacian Eq. 4 (as configured) puts on the batch up to a constant factor, read, as in
     :func:`~specrage_jax.training.steps.rayleigh_matrices`, from the gradient of the loss at Phi."""
-    model = state.model()
-    phi, alpha = model.output_layer_features(batch.views, batch.mask)
-    slope = jax.grad(lambda out: loss_of_fused(state, batch, out, alpha))(phi)
-    quadratic = phi.T @ slope / 2
-    return (quadratic + quadratic.T) / 2, phi.T @ phi
+    phi, alpha = state.model().output_layer_features(batch.views, batch.mask)
+    return rayleigh_matrices_at(state, batch, phi, alpha)
 
 
 def bottom_generalized_eigenvectors(

@@ -257,10 +257,18 @@ def rayleigh_matrices(state: SpecRaGEState, batch: Batch) -> tuple[jax.Array, ja
     puts on this batch, up to a constant factor. Eq. 4 is a quadratic form in Y, f(Y) = c tr(Y^T L Y),
     so Y^T (df/dY) / 2 = c Y^T L Y: its gradient gives the matrix without forming L."""
     y_tilde, alpha = _fuse(state, state.params, batch.views, batch.mask)
-    y = y_tilde @ state.r_inv
-    slope = jax.grad(lambda out: loss_of_fused(state, batch, out, alpha))(y)
-    quadratic = y.T @ slope / 2
-    return (quadratic + quadratic.T) / 2, y.T @ y
+    return rayleigh_matrices_at(state, batch, y_tilde @ state.r_inv, alpha)
+
+
+def rayleigh_matrices_at(
+    state: SpecRaGEState, batch: Batch, x: jax.Array, alpha: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """(X^T L X, X^T X), (p, p) each, for any (m, p) stand-in X of the orthogonalized output of the
+    batch (view weights ``alpha`` (m, V)): L as :func:`rayleigh_matrices` reads it, from the
+    gradient of Eq. 4 at X (``loss_of_fused``), which is linear in X."""
+    slope = jax.grad(lambda out: loss_of_fused(state, batch, out, alpha))(x)
+    quadratic = x.T @ slope / 2
+    return (quadratic + quadratic.T) / 2, x.T @ x
 
 
 @jax.jit
