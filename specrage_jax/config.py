@@ -37,6 +37,7 @@ SIAMESE_POSITIVES = ("own", "joint")  # siamese.positives: each view's own neigh
 PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "idf_l2", "hellinger")
 AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.training.defaults)
 AUTO_MIN_LR = 1e-5  # the defaults stop at two decades below the default rate (two plateaus); presets at 1e-8
+AUTO_VIEW_NET_STEPS = -1  # train.view_net_steps resolved at fit (training.defaults.WHOLE_SET_VIEW_NET_STEPS or 0)
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,13 @@ class TrainConfig:
         "loss over their random hidden features on one training batch (a generalized eigenproblem; "
         "needs a weighted-sum fusion and a linear view-net output)",
     )
+    view_net_steps: int = _f(
+        0,
+        "gradient steps after which the view nets stop training (checked between epochs); the "
+        "fusion's parameters (the weighting net) and R^-1 go on training on their outputs until the "
+        "schedule ends the run, without the view nets' forward and backward passes where the whole "
+        "training set is one batch. 0: the view nets train throughout; -1: from the data",
+    )
     progress: bool = _f(True, "show a per-epoch progress bar")
     data_on_device: bool = _f(
         False,
@@ -257,10 +265,10 @@ class TrainConfig:
             _check_positive("train", name, getattr(self, name))
         if self.missing_view_batch_growth < 1:
             raise ValueError(f"train.missing_view_batch_growth must be >= 1, got {self.missing_view_batch_growth}")
-        if self.epochs < 0 or self.batch_size < 0 or self.steps_per_epoch < 0 or self.lr_patience < 0:
+        if min(self.epochs, self.batch_size, self.steps_per_epoch, self.lr_patience, self.view_net_steps + 1) < 0:
             raise ValueError(
                 "train.epochs and train.batch_size must be >= 1 (0: from the data), "
-                "train.steps_per_epoch and train.lr_patience >= 0"
+                "train.steps_per_epoch and train.lr_patience >= 0, train.view_net_steps >= 0 (-1: from the data)"
             )
 
 
@@ -428,7 +436,14 @@ class ExperimentConfig:
                 output_rows="unit",
             ),
             graph=dataclasses.replace(base.graph, n_neighbors=0, weights_in_affinity=False, weight_entropy=0.001),
-            train=dataclasses.replace(base.train, epochs=0, batch_size=0, min_lr=AUTO_MIN_LR, spectral_init=True),
+            train=dataclasses.replace(
+                base.train,
+                epochs=0,
+                batch_size=0,
+                min_lr=AUTO_MIN_LR,
+                spectral_init=True,
+                view_net_steps=AUTO_VIEW_NET_STEPS,
+            ),
             data=dataclasses.replace(base.data, preprocess=AUTO, graph_inputs=AUTO),
         )
 
@@ -440,6 +455,7 @@ class ExperimentConfig:
             "graph.n_neighbors": self.graph.n_neighbors == 0,
             "train.epochs": self.train.epochs == 0,
             "train.batch_size": self.train.batch_size == 0,
+            "train.view_net_steps": self.train.view_net_steps == AUTO_VIEW_NET_STEPS,
             "data.graph_inputs": self.data.graph_inputs == AUTO,
             "model.output_rows": self.model.output_rows == AUTO,
             "siamese.positives": self.siamese.positives == AUTO,  # opt-in: the default is own
@@ -454,6 +470,7 @@ _RESOLVED_EXAMPLES = {
     "graph.n_neighbors": ("GraphConfig", "n_neighbors=10"),
     "train.epochs": ("TrainConfig", "epochs=50"),
     "train.batch_size": ("TrainConfig", "batch_size=1024"),
+    "train.view_net_steps": ("TrainConfig", "view_net_steps=0"),
 }
 
 
@@ -461,7 +478,11 @@ def unresolved_message(name: str) -> str:
     """One line refusing the setting ``name`` ("section.field") left at its "from the data" value
     where no data is at hand to resolve it (the state, the training loop), saying how to resolve it."""
     section, example = _RESOLVED_EXAMPLES[name]
-    sentinel = {"model.n_components": AUTO_COMPONENTS, "model.view_hidden": AUTO_WIDTHS}.get(name, 0)
+    sentinel = {
+        "model.n_components": AUTO_COMPONENTS,
+        "model.view_hidden": AUTO_WIDTHS,
+        "train.view_net_steps": AUTO_VIEW_NET_STEPS,
+    }.get(name, 0)
     return (
         f"{name}={sentinel!r} means 'resolved from the data', which only SpecRaGE.fit and `specrage train` do: "
         f"give a value (e.g. {section}({example})) or resolve the configuration first with "

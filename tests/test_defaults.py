@@ -360,10 +360,12 @@ def test_resolution_records_every_choice_and_its_reason():
         "train.steps_per_epoch",
         "model.view_hidden",
         "model.n_components",
+        "train.view_net_steps",
     }
     assert config.model.n_components >= 4
     assert config.train.batch_size == 200 and config.train.epochs * config.train.steps_per_epoch >= 400
     assert config.train.spectral_init  # the output layers start solved
+    assert config.train.view_net_steps == 100  # whole-set steps: then only the weighting net trains
     assert config.graph.n_neighbors == chosen["graph.n_neighbors"]["value"]
     assert all(entry["why"] for entry in chosen.values())
     json.dumps(chosen)  # goes into metrics.json and checkpoints as it is
@@ -380,6 +382,7 @@ def test_explicit_values_win_and_presets_are_untouched():
     assert config.model.n_components == 3
     assert not {"graph.n_neighbors", "model.view_hidden", "model.n_components"} & set(chosen)
     assert chosen["data.graph_inputs"]["value"] == "model"  # mini-batches: the graph is per batch
+    assert config.train.view_net_steps == 0 and "mini-batches" in chosen["train.view_net_steps"]["why"]
     digits = preset("digits")
     assert resolve_defaults(digits, _shape([x], 4)) == (as_resolved(digits, "raw"), {})
     assert preset("file:any.mat").unresolved_fields() and preset("file:any.mat").model.view_hidden == AUTO_WIDTHS
@@ -396,6 +399,7 @@ def test_resolution_on_tiny_many_class_and_one_view_data():
     sampled = _shape([many[:100]], 40, n_train=50_000)  # a sample standing for many rows
     config, _ = resolve_defaults(ExperimentConfig.auto(), sampled)
     assert config.train.batch_size == 4096 and config.data.graph_inputs == "model"
+    assert config.train.view_net_steps == 0  # mini-batch steps: the view nets train throughout
 
 
 def with_missing_views(views: list[np.ndarray], fraction: float, *, seed: int) -> list[np.ndarray]:

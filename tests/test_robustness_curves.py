@@ -136,9 +136,16 @@ def test_runs_recorded_before_a_later_field_are_adopted_only_at_its_earlier_beha
     before_any = hash_signature(protocol, method, values)  # what a run recorded before every later field carries
     assert before_any != run_signature(protocol, config, method)
     assert before_any in earlier_signatures(protocol, config, method)
+
+    def another(value):
+        return not value if isinstance(value, bool) else value + 1
+
     section, name, value = LATER_FIELDS[0]
-    changed = apply_overrides(config, (f"{section}.{name}={not value}",))
-    assert earlier_signatures(protocol, changed, method) == []  # the field changes what the run computes
+    changed = apply_overrides(config, (f"{section}.{name}={another(value)}",))
+    assert before_any not in earlier_signatures(protocol, changed, method)  # the field changes what the run computes
+    section, name, value = LATER_FIELDS[-1]
+    changed = apply_overrides(config, (f"{section}.{name}={another(value)}",))
+    assert earlier_signatures(protocol, changed, method) == []  # the latest field too: no earlier run is this run
     signatures = {"specrage": run_signature(protocol, config, method)}
     known = [{"method": "weighting", "signature": before_any, "kind": "noise", "fraction": 0.4, "seed": 1, "acc": 0.9}]
     (adopted,) = adopt_runs(known, signatures, {"specrage": earlier_signatures(protocol, config, method)})

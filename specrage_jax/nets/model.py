@@ -182,6 +182,23 @@ class SpecRaGENet(nnx.Module):
         fewer_views = [_zero_missing(x, fewer[:, v]) for v, x in enumerate(views)]
         return y_tilde, self._fused(fewer_views, per_view, fewer)[0], alpha
 
+    def present_view_outputs(self, views: Sequence[jax.Array], mask: jax.Array | None = None) -> jax.Array:
+        """Y^(v) (V, m, k) of every view as :meth:`fuse` takes them: a missing view's rows (``mask``
+        (m, V) False) are zeros before its network sees them."""
+        return self._present_view_outputs(views, mask)[1]
+
+    def fuse_outputs(
+        self, views: Sequence[jax.Array], per_view: jax.Array, mask: jax.Array | None = None
+    ) -> tuple[jax.Array, jax.Array]:
+        """(Y~ (m, k), alpha (m, V)) as :meth:`fuse` gives them, from view outputs computed before
+        (``per_view`` (V, m, k), :meth:`present_view_outputs`): only the fusion runs. ``mask`` may
+        be a subset of the one ``per_view`` was computed under (the view dropout's fewer views)."""
+        chex.assert_shape(per_view, (len(self.view_nets), views[0].shape[0], None))
+        if mask is not None:
+            chex.assert_shape(mask, (views[0].shape[0], len(views)))
+            views = [_zero_missing(x, mask[:, v]) for v, x in enumerate(views)]
+        return self._fused(views, per_view, mask)
+
     def output_layer_features(
         self, views: Sequence[jax.Array], mask: jax.Array | None = None
     ) -> tuple[jax.Array, jax.Array]:

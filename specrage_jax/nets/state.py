@@ -81,15 +81,29 @@ class SpecRaGEState:
         rate = jnp.asarray(learning_rate, jnp.float32)
         return self.replace(opt_state=optax.tree_utils.tree_set(self.opt_state, learning_rate=rate))
 
-    def apply_gradients(self, grads: nnx.State) -> SpecRaGEState:
-        """One update of the parameters by ``tx`` (the step counter advances; R^-1 is unchanged)."""
+    def apply_gradients(self, grads: nnx.State, *, frozen_view_nets: bool = False) -> SpecRaGEState:
+        """One update of the parameters by ``tx`` (the step counter advances; R^-1 is unchanged).
+        ``frozen_view_nets``: the view nets' updates are dropped (whatever ``tx`` makes of their
+        zero gradients: momentum, weight decay), so only the fusion's parameters move."""
         updates, opt_state = self.tx.update(grads, self.opt_state, self.params)
+        if frozen_view_nets:
+            updates = jax.tree_util.tree_map_with_path(
+                lambda path, u: jnp.zeros_like(u) if in_view_nets(path) else u, updates
+            )
         params = optax.apply_updates(self.params, updates)
         return self.replace(step=self.step + 1, params=params, opt_state=opt_state)
 
     def model(self) -> SpecRaGENet:
         """The NNX module with this state's parameters and R^-1 (for inspection)."""
         return nnx.merge(self.graphdef, self.params, self.ortho)
+
+
+VIEW_NETS = "view_nets"  # the parameters' subtree of the per-view MLPs (SpecRaGENet.view_nets)
+
+
+def in_view_nets(path: tuple[Any, ...]) -> bool:
+    """Whether a parameter's pytree path (``jax.tree_util`` keys) lies in the view nets."""
+    return bool(path) and getattr(path[0], "key", None) == VIEW_NETS
 
 
 def injected_learning_rate(opt_state: optax.OptState) -> jax.Array | None:

@@ -71,13 +71,14 @@ def _mask_rows(mask: jax.Array | None, idx: jax.Array, sharding: NamedSharding |
     return None if mask is None else gather_rows((mask,), idx, sharding)[0]
 
 
-@partial(jax.jit, donate_argnums=0, static_argnames="sharding")
+@partial(jax.jit, donate_argnums=0, static_argnames=("sharding", "frozen_view_nets"))
 def _scan_epoch(
     state: SpecRaGEState,
     data: DeviceData,
     ortho_idx: jax.Array,
     grad_idx: jax.Array,
     sharding: NamedSharding | None = None,
+    frozen_view_nets: bool = False,
 ) -> tuple[SpecRaGEState, EpochMetrics]:
     def body(
         state: SpecRaGEState, idx: tuple[jax.Array, jax.Array]
@@ -89,7 +90,7 @@ def _scan_epoch(
             codes=None if data.codes is None else gather_rows(data.codes, g, sharding),
             mask=_mask_rows(data.mask, g, sharding),
         )
-        state, metrics = train_step(state, ortho, grad)
+        state, metrics = train_step(state, ortho, grad, frozen_view_nets)
         return state, (metrics["loss"], metrics["view_weights"])
 
     state, (losses, weights) = jax.lax.scan(body, state, (ortho_idx, grad_idx))
@@ -97,10 +98,17 @@ def _scan_epoch(
 
 
 def train_epoch_on_device(
-    state: SpecRaGEState, data: DeviceData, ortho_idx: np.ndarray, grad_idx: np.ndarray, mesh: Mesh | None = None
+    state: SpecRaGEState,
+    data: DeviceData,
+    ortho_idx: np.ndarray,
+    grad_idx: np.ndarray,
+    mesh: Mesh | None = None,
+    *,
+    frozen_view_nets: bool = False,
 ) -> tuple[SpecRaGEState, EpochMetrics]:
     """``steps`` iterations of ``train_step`` (ortho batch ``ortho_idx[s]``, gradient batch
-    ``grad_idx[s]``; both (steps, m) int row indices into ``data``) as one compiled scan.
+    ``grad_idx[s]``; both (steps, m) int row indices into ``data``) as one compiled scan
+    (``frozen_view_nets``: only the fusion trains, see ``train.view_net_steps``).
 
     The state is donated. With ``mesh`` the state and ``data`` must be replicated on it
     (:func:`put_training_data`, ``sharding.replicate``) and m divisible by its device count.
@@ -113,5 +121,10 @@ def train_epoch_on_device(
             raise ValueError(f"{name}: row indices must lie in [0, {n}), got [{idx.min()}, {idx.max()}]")
     sharding = None if mesh is None else batch_sharding(mesh)
     return _scan_epoch(
-        state, data, jnp.asarray(ortho_idx, jnp.int32), jnp.asarray(grad_idx, jnp.int32), sharding=sharding
+        state,
+        data,
+        jnp.asarray(ortho_idx, jnp.int32),
+        jnp.asarray(grad_idx, jnp.int32),
+        sharding=sharding,
+        frozen_view_nets=frozen_view_nets,
     )

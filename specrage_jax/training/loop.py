@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from specrage_jax.config import ExperimentConfig, GraphConfig, TrainConfig, unresolved_message
 from specrage_jax.data.lazy import check_streamed_views, is_streamed, streamed_mask
-from specrage_jax.nets.state import SpecRaGEState
+from specrage_jax.nets.state import SpecRaGEState, in_view_nets
 from specrage_jax.ops.affinity import nearest_neighbors, neighbor_sq_distances
 from specrage_jax.ops.objective import batch_affinities, edge_graph
 from specrage_jax.training import preemption
@@ -44,6 +44,7 @@ from specrage_jax.training.sharding import (
 from specrage_jax.training.steps import (
     Batch,
     eval_loss,
+    frozen_view_outputs,
     full_batch_epoch,
     train_step,
 )
@@ -415,21 +416,33 @@ def train_loop(
         initial=start_epoch,
         total=config.epochs,
     )
+    frozen_outputs = None  # the frozen view nets' outputs on the whole set, once they are frozen
     with preemption.watch(handle_signals) as watch:
         for epoch in bar:
             start = time.perf_counter()
             first = resume.steps_done if resume is not None and epoch == start_epoch else 0
+            frozen = view_nets_frozen(config, history.steps)
+            if frozen and not has_fusion_parameters(state):
+                history.stop_reason = (
+                    f"the view nets stopped training after {history.steps} steps (train.view_net_steps) "
+                    f"and the fusion has no parameters"
+                )
+                break
             grad_rng, ortho_rng = epoch_rngs(seed, epoch)
             grad_idx = batch_indices(n, m, steps, grad_rng)[first:]
             ortho_idx = batch_indices(n, m, steps, ortho_rng)[first:]
             if whole_set is not None:
-                state, epoch_metrics = _whole_set_epoch(state, whole_set, steps - first, watch)
+                if frozen and frozen_outputs is None:
+                    frozen_outputs = frozen_view_outputs(state, whole_set)
+                state, epoch_metrics = _whole_set_epoch(state, whole_set, steps - first, watch, frozen_outputs)
             elif device_data is None:
                 state, epoch_metrics = _host_epoch(
-                    state, train_views, train_codes, ortho_idx, grad_idx, mesh, train_mask, watch
+                    state, train_views, train_codes, ortho_idx, grad_idx, mesh, train_mask, watch, frozen
                 )
             else:
-                state, epoch_metrics = train_epoch_on_device(state, device_data, ortho_idx, grad_idx, mesh)
+                state, epoch_metrics = train_epoch_on_device(
+                    state, device_data, ortho_idx, grad_idx, mesh, frozen_view_nets=frozen
+                )
                 watch.requested()  # one compiled epoch: stops at its end
             part = _epoch_part(resume.partial if first and resume is not None else None, epoch_metrics)
             if part.steps_done < steps:  # stopped within the epoch
@@ -481,6 +494,18 @@ def train_loop(
     return state, history
 
 
+def view_nets_frozen(config: TrainConfig, steps_done: int) -> bool:
+    """Whether the next epoch trains with the view nets frozen: ``train.view_net_steps`` > 0 and
+    that many gradient steps done (so a resumed run freezes them at the same epoch)."""
+    return 0 < config.view_net_steps <= steps_done
+
+
+def has_fusion_parameters(state: SpecRaGEState) -> bool:
+    """Whether any trainable parameter lies outside the view nets (the weighting net, the
+    linear fusion's logits, the concatenation's projection, the attention's maps)."""
+    return any(not in_view_nets(path) for path, _ in jax.tree_util.tree_leaves_with_path(state.params))
+
+
 def whole_set_batch(
     state: SpecRaGEState,
     views: Sequence[np.ndarray],
@@ -504,11 +529,16 @@ _graph_of = jax.jit(batch_affinities, static_argnums=2)
 
 
 def _whole_set_epoch(
-    state: SpecRaGEState, batch: Batch, steps: int, watch: preemption.PreemptionWatch
+    state: SpecRaGEState,
+    batch: Batch,
+    steps: int,
+    watch: preemption.PreemptionWatch,
+    frozen_outputs: jax.Array | None = None,
 ) -> tuple[SpecRaGEState, EpochMetrics]:
     """``steps`` full-batch steps on the whole training set as one compiled scan
-    (:func:`steps.full_batch_epoch`); a stop that ``watch`` requests is seen at its end."""
-    state, metrics = full_batch_epoch(state, batch, steps)
+    (:func:`steps.full_batch_epoch`; with ``frozen_outputs`` the frozen view nets' outputs on it,
+    only the fusion trains); a stop that ``watch`` requests is seen at its end."""
+    state, metrics = full_batch_epoch(state, batch, steps, frozen_outputs)
     watch.requested()
     return state, EpochMetrics(losses=metrics["loss"], view_weights=metrics["view_weights"])
 
@@ -522,6 +552,7 @@ def _host_epoch(
     mesh: Mesh | None,
     mask: np.ndarray | None = None,
     watch: preemption.PreemptionWatch | None = None,
+    frozen_view_nets: bool = False,
 ) -> tuple[SpecRaGEState, EpochMetrics]:
     """One epoch of ``train_step`` on batches gathered on the host (arrays or streamed rows) and
     copied to the device step by step; at most three steps in flight. Fewer steps when ``watch``
@@ -530,7 +561,7 @@ def _host_epoch(
     for s in range(ortho_idx.shape[0]):
         ortho_batch = take_batch(views, None, ortho_idx[s], mesh, mask)
         grad_batch = take_batch(views, codes, grad_idx[s], mesh, mask)
-        state, metrics = train_step(state, ortho_batch, grad_batch)  # = ortho_step, then grad_step
+        state, metrics = train_step(state, ortho_batch, grad_batch, frozen_view_nets)  # = ortho_step, then grad_step
         losses.append(metrics["loss"])
         if s >= 2:  # dispatch is asynchronous: bound the steps (and batches) in flight
             losses[s - 2].block_until_ready()

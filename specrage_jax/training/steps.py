@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
-from specrage_jax.nets.state import SpecRaGEState
+from specrage_jax.nets.state import SpecRaGEState, in_view_nets
 from specrage_jax.ops.objective import EdgeGraph, batch_affinities, spectral_objective
 from specrage_jax.ops.ortho import orthonormalizer
 
@@ -93,16 +93,41 @@ def _fuse(
     return nnx.merge(state.graphdef, params, state.ortho).fuse(views, mask)
 
 
-def _fuse_for_loss(state: SpecRaGEState, params: nnx.State, batch: Batch) -> tuple[jax.Array, jax.Array, jax.Array]:
+def _fuse_for_loss(
+    state: SpecRaGEState, params: nnx.State, batch: Batch, outputs: jax.Array | None = None
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(Y~ of every present view, Y~ the loss takes, alpha (m, V)) of a gradient batch: the two
-    outputs differ only under the view dropout (:func:`loss_fusion_mask`); one pass of the nets."""
+    outputs differ only under the view dropout (:func:`loss_fusion_mask`); one pass of the nets.
+    ``outputs`` (V, m, k): the view nets' outputs on this batch, computed before (frozen view
+    nets, :func:`frozen_view_outputs`); only the fusion runs."""
     fusion_mask = loss_fusion_mask(state, batch.mask)
+    if outputs is not None:
+        model = nnx.merge(state.graphdef, params, state.ortho)
+        y_tilde, alpha = model.fuse_outputs(batch.views, outputs, batch.mask)
+        if fusion_mask is None:
+            return y_tilde, y_tilde, alpha
+        return y_tilde, model.fuse_outputs(batch.views, outputs, fusion_mask)[0], alpha
     if fusion_mask is None:
         y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
         return y_tilde, y_tilde, alpha
     assert batch.mask is not None
     model = nnx.merge(state.graphdef, params, state.ortho)
     return model.fuse_with_fewer_views(batch.views, batch.mask, fusion_mask)
+
+
+def view_nets_held(params: nnx.State) -> nnx.State:
+    """``params`` with the view nets' leaves held constant (``stop_gradient``): their gradient is
+    zero and no backward pass runs through them (``train.view_net_steps``)."""
+    return jax.tree_util.tree_map_with_path(
+        lambda path, x: jax.lax.stop_gradient(x) if in_view_nets(path) else x, params
+    )
+
+
+@jax.jit
+def frozen_view_outputs(state: SpecRaGEState, batch: Batch) -> jax.Array:
+    """The view nets' outputs Y^(v) (V, m, k) on a batch, as the fusion takes them (missing rows
+    zeroed first): computed once where the view nets are frozen and the batch is fixed."""
+    return nnx.merge(state.graphdef, state.params, state.ortho).present_view_outputs(batch.views, batch.mask)
 
 
 def _fit_r_inv(
@@ -160,10 +185,15 @@ def ortho_step(state: SpecRaGEState, batch: Batch) -> SpecRaGEState:
     return _with_r_inv(state, _fit_r_inv(state, state.params, batch.views, batch.mask))
 
 
-def loss_and_grads(state: SpecRaGEState, batch: Batch) -> tuple[tuple[jax.Array, jax.Array], nnx.State]:
-    """((Eq. 4 loss, alpha (m, V)), d loss / d params) as grad_step uses them (jit-able, pure)."""
+def loss_and_grads(
+    state: SpecRaGEState, batch: Batch, *, frozen_view_nets: bool = False
+) -> tuple[tuple[jax.Array, jax.Array], nnx.State]:
+    """((Eq. 4 loss, alpha (m, V)), d loss / d params) as grad_step uses them (jit-able, pure).
+    ``frozen_view_nets``: the view nets' gradient is zero (:func:`view_nets_held`)."""
 
     def loss_fn(params: nnx.State) -> tuple[jax.Array, jax.Array]:
+        if frozen_view_nets:
+            params = view_nets_held(params)
         return spectral_loss(state, params, batch, _r_inv_for_loss(state, params, batch), view_dropout=True)
 
     return jax.value_and_grad(loss_fn, has_aux=True)(state.params)
@@ -177,35 +207,42 @@ def grad_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, dict[s
     return _apply_gradients(state, grads), _step_metrics(loss, alpha, grads)
 
 
-def _apply_gradients(state: SpecRaGEState, grads: nnx.State) -> SpecRaGEState:
-    return state.apply_gradients(grads)  # the state's optimizer (state.tx)
+def _apply_gradients(state: SpecRaGEState, grads: nnx.State, frozen_view_nets: bool = False) -> SpecRaGEState:
+    return state.apply_gradients(grads, frozen_view_nets=frozen_view_nets)  # the state's optimizer (state.tx)
 
 
 def _step_metrics(loss: jax.Array, alpha: jax.Array, grads: nnx.State) -> dict[str, Any]:
     return {"loss": loss, "grad_norm": optax.global_norm(grads), "view_weights": jnp.mean(alpha, axis=0)}
 
 
-@partial(jax.jit, donate_argnums=0)
-def train_step(state: SpecRaGEState, ortho_batch: Batch, grad_batch: Batch) -> tuple[SpecRaGEState, dict[str, Any]]:
+@partial(jax.jit, donate_argnums=0, static_argnames="frozen_view_nets")
+def train_step(
+    state: SpecRaGEState, ortho_batch: Batch, grad_batch: Batch, frozen_view_nets: bool = False
+) -> tuple[SpecRaGEState, dict[str, Any]]:
     """``ortho_step(ortho_batch)`` then ``grad_step(grad_batch)`` as one compiled call.
 
     The result equals the two steps in sequence; with ``grad_through_r_inv`` the forward pass
     of the ortho batch is shared (the gradient step differentiates the same R^-1 the ortho step
     stores), which saves one forward pass per iteration. The training loop uses this.
+    ``frozen_view_nets``: only the fusion's parameters (and R^-1) change; the view nets are
+    constants of the step (``train.view_net_steps``).
     """
+    frozen = frozen_view_nets
     if not state.ortho_config.grad_through_r_inv:
         state = _with_r_inv(state, _fit_r_inv(state, state.params, ortho_batch.views, ortho_batch.mask))
-        (loss, alpha), grads = loss_and_grads(state, grad_batch)
-        return _apply_gradients(state, grads), _step_metrics(loss, alpha, grads)
+        (loss, alpha), grads = loss_and_grads(state, grad_batch, frozen_view_nets=frozen)
+        return _apply_gradients(state, grads, frozen), _step_metrics(loss, alpha, grads)
 
     def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+        if frozen:
+            params = view_nets_held(params)
         r_inv = _fit_r_inv(state, params, ortho_batch.views, ortho_batch.mask)
         loss, alpha = spectral_loss(state, params, grad_batch, r_inv, view_dropout=True)
         return loss, (alpha, r_inv)
 
     (loss, (alpha, r_inv)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     state = _with_r_inv(state, jax.lax.stop_gradient(r_inv))
-    return _apply_gradients(state, grads), _step_metrics(loss, alpha, grads)
+    return _apply_gradients(state, grads, frozen), _step_metrics(loss, alpha, grads)
 
 
 @partial(jax.jit, donate_argnums=0)
@@ -221,24 +258,32 @@ def full_batch_step(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, 
 
 
 @partial(jax.jit, static_argnames="steps", donate_argnums=0)
-def full_batch_epoch(state: SpecRaGEState, batch: Batch, steps: int) -> tuple[SpecRaGEState, dict[str, jax.Array]]:
+def full_batch_epoch(
+    state: SpecRaGEState, batch: Batch, steps: int, outputs: jax.Array | None = None
+) -> tuple[SpecRaGEState, dict[str, jax.Array]]:
     """``steps`` :func:`full_batch_step` updates on the same batch as one compiled ``lax.scan``
-    (one dispatch instead of ``steps``); (state, {"loss": (steps,), "view_weights": (steps, V)})."""
+    (one dispatch instead of ``steps``); (state, {"loss": (steps,), "view_weights": (steps, V)}).
+
+    ``outputs`` (V, m, k), the frozen view nets' outputs on the batch (:func:`frozen_view_outputs`):
+    the view nets do not run and do not change; the fusion's parameters and R^-1 train on them."""
 
     def one_step(carry: SpecRaGEState, _: None) -> tuple[SpecRaGEState, dict[str, jax.Array]]:
-        carry, metrics = _full_batch_update(carry, batch)
+        carry, metrics = _full_batch_update(carry, batch, outputs)
         return carry, {"loss": metrics["loss"], "view_weights": metrics["view_weights"]}
 
     return jax.lax.scan(one_step, state, None, length=steps)
 
 
-def _full_batch_update(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEState, dict[str, Any]]:
-    """The body of :func:`full_batch_step` (traced inside a jit)."""
+def _full_batch_update(
+    state: SpecRaGEState, batch: Batch, outputs: jax.Array | None = None
+) -> tuple[SpecRaGEState, dict[str, Any]]:
+    """The body of :func:`full_batch_step` (traced inside a jit); ``outputs``: see
+    :func:`full_batch_epoch`."""
 
     def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
         # R^-1 from every present view; the loss on the fusion the view dropout leaves (the same
         # output when it is off)
-        y_tilde, y_for_loss, alpha = _fuse_for_loss(state, params, batch)
+        y_tilde, y_for_loss, alpha = _fuse_for_loss(state, params, batch, outputs)
         cfg = state.ortho_config
         r_inv = orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
         if not cfg.grad_through_r_inv:
@@ -247,7 +292,7 @@ def _full_batch_update(state: SpecRaGEState, batch: Batch) -> tuple[SpecRaGEStat
 
     (loss, (alpha, r_inv)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     state = _with_r_inv(state, jax.lax.stop_gradient(r_inv))
-    return _apply_gradients(state, grads), _step_metrics(loss, alpha, grads)
+    return _apply_gradients(state, grads, outputs is not None), _step_metrics(loss, alpha, grads)
 
 
 @jax.jit

@@ -1,0 +1,125 @@
+"""Freezing the view nets after ``train.view_net_steps`` (the fusion and R^-1 go on training): the
+frozen step leaves the view nets untouched, the whole-set path's cached outputs give the step the
+per-batch path gives, the loop freezes at the configured step (on every path), and a fusion with
+nothing left to train stops the run."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from specrage_jax.config import ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, TrainConfig
+from specrage_jax.nets.state import create_state, in_view_nets
+from specrage_jax.training.loop import train_loop, whole_set_batch
+from specrage_jax.training.steps import Batch, frozen_view_outputs, full_batch_epoch, train_step
+
+GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")
+
+
+def small_state(fusion: str = "weighting"):
+    model = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0, fusion=fusion)
+    return create_state([2, 3], model, GRAPH, OrthoConfig(), learning_rate=1e-2, seed=0)
+
+
+def clustered_views(n: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n)
+    centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
+    x = centers[labels] + rng.normal(size=(n, 2))
+    wide = np.concatenate([x, rng.normal(size=(n, 1))], axis=1)
+    return [x.astype(np.float32), wide.astype(np.float32)]
+
+
+def split_params(params) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(the view nets' leaves, every other leaf) as host arrays."""
+    leaves = jax.tree_util.tree_leaves_with_path(params)
+    view = [np.asarray(x) for p, x in leaves if in_view_nets(p)]
+    rest = [np.asarray(x) for p, x in leaves if not in_view_nets(p)]
+    return view, rest
+
+
+def assert_same(a: list[np.ndarray], b: list[np.ndarray]) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_a_frozen_step_moves_the_fusion_and_r_inv_but_not_the_view_nets():
+    views = tuple(jnp.asarray(v) for v in clustered_views(48, 0))
+    batch = Batch(views=views)
+    state = small_state()
+    view_before, rest_before = split_params(state.params)
+    r_inv_before = np.asarray(state.r_inv)
+    for _ in range(3):  # Adam's momentum would move a net whose updates were not dropped
+        state, metrics = train_step(state, batch, batch, frozen_view_nets=True)
+    view_after, rest_after = split_params(state.params)
+    assert_same(view_before, view_after)
+    assert any(not np.array_equal(x, y) for x, y in zip(rest_before, rest_after))
+    assert not np.allclose(np.asarray(state.r_inv), r_inv_before)
+    assert np.isfinite(float(metrics["loss"]))
+
+
+def test_the_whole_set_path_on_cached_outputs_takes_the_per_batch_frozen_step():
+    views = clustered_views(48, 1)
+    state = small_state()
+    whole = whole_set_batch(state, views, None)
+    outputs = frozen_view_outputs(state, whole)
+    assert outputs.shape == (2, 48, 3)
+    cached, _ = full_batch_epoch(small_state(), whole, 3, outputs)
+    stepped = small_state()
+    for _ in range(3):
+        stepped, _ = train_step(stepped, whole, whole, frozen_view_nets=True)
+    for x, y in zip(jax.tree.leaves(cached.params), jax.tree.leaves(stepped.params)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(cached.r_inv), np.asarray(stepped.r_inv), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "batch_size, on_device", [(60, False), (32, False), (32, True)]
+)  # the whole set as one batch; mini-batches gathered on the host, and as one compiled epoch
+def test_the_loop_freezes_the_view_nets_after_the_configured_steps(batch_size, on_device):
+    train, val = clustered_views(60, 2), clustered_views(30, 3)
+    base = TrainConfig(
+        epochs=2,
+        batch_size=batch_size,
+        steps_per_epoch=4,
+        learning_rate=1e-2,
+        min_lr=1e-9,
+        progress=False,
+        data_on_device=on_device,
+    )
+    at_freeze, _ = train_loop(small_state(), train, val, base, seed=0)
+    longer = dataclasses.replace(base, epochs=5, view_net_steps=8)
+    frozen, history = train_loop(small_state(), train, val, longer, seed=0)
+    assert history.steps == 20
+    view_at_freeze, rest_at_freeze = split_params(at_freeze.params)
+    view_frozen, rest_frozen = split_params(frozen.params)
+    for x, y in zip(view_at_freeze, view_frozen):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)  # the first 8 steps are the same run
+    assert any(not np.allclose(x, y) for x, y in zip(rest_at_freeze, rest_frozen))
+    free, _ = train_loop(small_state(), train, val, dataclasses.replace(longer, view_net_steps=0), seed=0)
+    assert any(not np.allclose(x, y) for x, y in zip(split_params(free.params)[0], view_frozen))
+
+
+def test_a_fusion_without_parameters_stops_when_the_view_nets_freeze():
+    train, val = clustered_views(60, 2), clustered_views(30, 3)
+    config = TrainConfig(
+        epochs=5, batch_size=60, steps_per_epoch=4, view_net_steps=8, learning_rate=1e-2, min_lr=1e-9, progress=False
+    )
+    _, history = train_loop(small_state("average"), train, val, config, seed=0)
+    assert history.steps == 8
+    assert "view_net_steps" in history.stop_reason and "no parameters" in history.stop_reason
+
+
+def test_the_data_aware_defaults_leave_the_freeze_to_the_data_and_the_presets_do_not_freeze():
+    assert "train.view_net_steps" in ExperimentConfig.auto().unresolved_fields()
+    assert ExperimentConfig().train.view_net_steps == 0
+    with pytest.raises(ValueError, match="view_net_steps"):
+        TrainConfig(view_net_steps=-2)
+    train, val = clustered_views(60, 2), clustered_views(30, 3)
+    with pytest.raises(ValueError, match="train.view_net_steps=-1 means 'resolved from the data'"):
+        train_loop(small_state(), train, val, TrainConfig(epochs=1, view_net_steps=-1, progress=False), seed=0)
