@@ -28,6 +28,15 @@ def test_the_plan_lists_every_stage_with_its_bound():
         preset("infinitemnist"), siamese=dataclasses.replace(preset("infinitemnist").siamese, patience=0)
     )
     assert "held-out" not in format_plan(stage_plan(no_stop, n_train=14400, n_views=2))[1]
+    assert "view nets" not in lines[2]  # the presets train them throughout
+    frozen = dataclasses.replace(
+        preset("infinitemnist:20000"),
+        train=dataclasses.replace(preset("infinitemnist:20000").train, view_net_steps=100),
+    )
+    assert (
+        "the view nets for the first 100, then the weighting net alone"
+        in format_plan(stage_plan(frozen, n_train=14400, n_views=2))[2]
+    )
 
 
 @pytest.mark.slow  # CLI runs: ~14 s; the default suite is at its time budget

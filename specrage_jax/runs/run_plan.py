@@ -80,10 +80,24 @@ def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple
             m,
             "rows",
             "--epochs (train.epochs)",
-            note="at most: the plateau schedule may stop it earlier",
+            note="; ".join(
+                part
+                for part in (
+                    "at most: the plateau schedule may stop it earlier",
+                    frozen_view_nets_note(config.train.view_net_steps),
+                )
+                if part
+            ),
         )
     )
     return tuple(stages)
+
+
+def frozen_view_nets_note(view_net_steps: int) -> str:
+    """What the plan says of ``train.view_net_steps``: nothing when the view nets train throughout."""
+    if view_net_steps <= 0:
+        return ""
+    return f"the view nets for the first {view_net_steps:,}, then the weighting net alone"
 
 
 def format_plan(stages: tuple[Stage, ...]) -> list[str]:
