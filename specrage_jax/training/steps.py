@@ -227,14 +227,13 @@ def train_step(
     ``frozen_view_nets``: only the fusion's parameters (and R^-1) change; the view nets are
     constants of the step (``train.view_net_steps``).
     """
-    frozen = frozen_view_nets
     if not state.ortho_config.grad_through_r_inv:
         state = _with_r_inv(state, _fit_r_inv(state, state.params, ortho_batch.views, ortho_batch.mask))
-        (loss, alpha), grads = loss_and_grads(state, grad_batch, frozen_view_nets=frozen)
-        return _apply_gradients(state, grads, frozen), _step_metrics(loss, alpha, grads)
+        (loss, alpha), grads = loss_and_grads(state, grad_batch, frozen_view_nets=frozen_view_nets)
+        return _apply_gradients(state, grads, frozen_view_nets), _step_metrics(loss, alpha, grads)
 
     def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
-        if frozen:
+        if frozen_view_nets:
             params = view_nets_held(params)
         r_inv = _fit_r_inv(state, params, ortho_batch.views, ortho_batch.mask)
         loss, alpha = spectral_loss(state, params, grad_batch, r_inv, view_dropout=True)
@@ -242,7 +241,7 @@ def train_step(
 
     (loss, (alpha, r_inv)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     state = _with_r_inv(state, jax.lax.stop_gradient(r_inv))
-    return _apply_gradients(state, grads, frozen), _step_metrics(loss, alpha, grads)
+    return _apply_gradients(state, grads, frozen_view_nets), _step_metrics(loss, alpha, grads)
 
 
 @partial(jax.jit, donate_argnums=0)
