@@ -124,10 +124,24 @@ def payload_label(payload: dict[str, Any]) -> str:
     if payload.get("description"):
         name = f"{name}: {payload['description']}"
     if payload.get("label"):  # a variant may differ from the preset in seed count and machine
-        backend = payload.get("environment", {}).get("backend", "cpu")
-        name = f"{name} ({len(payload.get('seeds', []))} seeds on {backend})"
+        name = f"{name} ({seeds_by_backend(payload)})"
     overrides = payload.get("overrides") or []
     return f"{name}; run with {', '.join(f'`{o}`' for o in overrides)}" if overrides else name
+
+
+def seeds_by_backend(payload: dict[str, Any]) -> str:
+    """How many seeds ran on which backend, e.g. "2 seeds on gpu and 8 on cpu": a seed's own
+    ``environment`` where it records one (runs continued on another machine), else the file's."""
+    default = payload.get("environment", {}).get("backend", "cpu")
+    counts: dict[str, int] = {}
+    for seed in payload.get("seeds", []):
+        backend = seed.get("environment", {}).get("backend", default)
+        counts[backend] = counts.get(backend, 0) + 1
+    if not counts:
+        return f"0 seeds on {default}"
+    noun = "seed" if sum(counts.values()) == 1 else "seeds"
+    parts = [f"{n} {noun + ' ' if i == 0 else ''}on {backend}" for i, (backend, n) in enumerate(counts.items())]
+    return " and ".join(parts)
 
 
 def fmt(mean: float, std: float | None) -> str:
@@ -204,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     for dataset in args.datasets:
         seeds = []
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            result = run_seed(dataset, args.overrides, seed, args.data_dir)
+            result = {**run_seed(dataset, args.overrides, seed, args.data_dir), "environment": environment_info()}
             seeds.append(result)
             print(
                 f"{dataset} seed {seed}: test ACC {result['test']['kmeans']['acc']:.4f} "

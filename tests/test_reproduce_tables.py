@@ -59,6 +59,14 @@ def test_a_labelled_variant_becomes_a_column_beside_the_preset(script, tmp_path)
     assert "50.0" not in table
 
 
+def test_a_variant_continued_on_another_machine_names_both(script):
+    gpu, cpu = {"backend": "gpu"}, {"backend": "cpu"}
+    seeds = [seed_record(0.9), seed_record(0.9), {**seed_record(0.8), "environment": cpu}]
+    payload = {"dataset": "noisymnist", "label": "weights free", "environment": gpu, "seeds": seeds}
+    assert script.payload_label(payload) == "weights free (2 seeds on gpu and 1 on cpu)"
+    assert script.seeds_by_backend({"seeds": [seed_record(0.9)]}) == "1 seed on cpu"
+
+
 @pytest.mark.slow  # a blobs training run; the default suite is at its time budget
 def test_clustering_variants_include_the_reported_protocol(script):
     result = script.run_seed("blobs", TINY, 0, None)
