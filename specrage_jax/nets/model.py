@@ -176,11 +176,10 @@ class SpecRaGENet(nnx.Module):
         one pass of the view networks. ``fewer`` (m, V), a subset of ``mask``, fuses each sample
         exactly as a sample that has only those views is fused (the view dropout of training,
         :func:`training.steps.loss_fusion_mask`)."""
-        views, per_view = self._present_view_outputs(views, mask)
         chex.assert_shape(fewer, (views[0].shape[0], len(views)))
-        y_tilde, alpha = self._fused(views, per_view, mask)
-        fewer_views = [_zero_missing(x, fewer[:, v]) for v, x in enumerate(views)]
-        return y_tilde, self._fused(fewer_views, per_view, fewer)[0], alpha
+        per_view = self.present_view_outputs(views, mask)
+        y_tilde, alpha = self.fuse_outputs(views, per_view, mask)
+        return y_tilde, self.fuse_outputs(views, per_view, fewer)[0], alpha
 
     def present_view_outputs(self, views: Sequence[jax.Array], mask: jax.Array | None = None) -> jax.Array:
         """Y^(v) (V, m, k) of every view as :meth:`fuse` takes them: a missing view's rows (``mask``

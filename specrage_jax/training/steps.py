@@ -99,20 +99,15 @@ def _fuse_for_loss(
     """(Y~ of every present view, Y~ the loss takes, alpha (m, V)) of a gradient batch: the two
     outputs differ only under the view dropout (:func:`loss_fusion_mask`); one pass of the nets.
     ``outputs`` (V, m, k): the view nets' outputs on this batch, computed before (frozen view
-    nets, :func:`frozen_view_outputs`); only the fusion runs."""
-    fusion_mask = loss_fusion_mask(state, batch.mask)
-    if outputs is not None:
-        model = nnx.merge(state.graphdef, params, state.ortho)
-        y_tilde, alpha = model.fuse_outputs(batch.views, outputs, batch.mask)
-        if fusion_mask is None:
-            return y_tilde, y_tilde, alpha
-        return y_tilde, model.fuse_outputs(batch.views, outputs, fusion_mask)[0], alpha
-    if fusion_mask is None:
-        y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
-        return y_tilde, y_tilde, alpha
-    assert batch.mask is not None
+    nets, :func:`frozen_view_outputs`); then only the fusion runs."""
     model = nnx.merge(state.graphdef, params, state.ortho)
-    return model.fuse_with_fewer_views(batch.views, batch.mask, fusion_mask)
+    if outputs is None:
+        outputs = model.present_view_outputs(batch.views, batch.mask)
+    y_tilde, alpha = model.fuse_outputs(batch.views, outputs, batch.mask)
+    fusion_mask = loss_fusion_mask(state, batch.mask)
+    if fusion_mask is None:
+        return y_tilde, y_tilde, alpha
+    return y_tilde, model.fuse_outputs(batch.views, outputs, fusion_mask)[0], alpha
 
 
 def view_nets_held(params: nnx.State) -> nnx.State:
