@@ -563,8 +563,8 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
         # epochs 0.740 vs 0.709 at 256), 512-512 Siamese nets (their inputs are 10-d codes) and the
         # view nets' widths from the data rule (512-512-256 at 20k samples, the paper's 1024-1024-512
         # from 50k rows); and batches of 4096 rows instead of 1024 (compare_configs.py, seeds 0 / 1:
-        # VAL 0.863 / 0.856 -> 0.943 / 0.893, TEST 0.874 / 0.856 -> 0.951 / 0.892, 214 s against
-        # 140-188 s for the whole run on 2 CPU cores). At 1M, streamed from disk:
+        # VAL 0.863 / 0.856 -> 0.943 / 0.893, TEST 0.874 / 0.856 -> 0.951 / 0.892; training, all stages,
+        # 213-214 s against 140-188 s on 2 CPU cores). At 1M, streamed from disk:
         # experiments/bench_scaling.py --sizes 10000 100000 1000000 --ae.
         "infinitemnist": {
             "model": {**near_uniform, "view_hidden": AUTO_WIDTHS},
