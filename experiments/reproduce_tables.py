@@ -189,6 +189,13 @@ def markdown_tables(results: dict[str, dict[str, Any]], variants: dict[str, list
             ref = paper.get(group, {}).get(name)
             cells = [cell(ours, group, name), *(cell(o, group, name) for o in extra_ours)]
             lines.append(f"| {label} | {' | '.join(cells)} | {fmt(*ref) if ref else '—'} |")
+        runs = [payload, *extra]
+        centred = [training_centres_acc(r) for r in runs]
+        lines += [
+            f"| k-means ACC, worst seed | {' | '.join(worst_seed(paper_protocol_acc(r)) for r in runs)} | — |",
+            f"| k-means ACC, training centres | {' | '.join(mean_std(a) for a in centred)} | — |",
+            f"| k-means ACC, training centres, worst seed | {' | '.join(worst_seed(a) for a in centred)} | — |",
+        ]
         for group, label in (("se_on_lbar", "SE on L̄"), ("siamese_concat_kmeans", "Siamese concat + k-means")):
             if group in base:
                 ref = paper.get(group, {}).get("acc")
@@ -196,6 +203,33 @@ def markdown_tables(results: dict[str, dict[str, Any]], variants: dict[str, list
                 lines.append(f"| {label} ACC | {' | '.join(cells)} | {fmt(*ref) if ref else '—'} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def paper_protocol_acc(payload: dict[str, Any]) -> list[float]:
+    """Per-seed test k-means ACC of the paper's protocol (k-means fitted on the test embedding)."""
+    return [s["test"]["kmeans"]["acc"] for s in payload["seeds"]]
+
+
+def training_centres_acc(payload: dict[str, Any]) -> list[float] | None:
+    """Per-seed test ACC with the k-means centres fitted on the training embedding and each test
+    row given its nearest centre (what ``SpecRaGE.predict`` and the CLI do), on the rows the run
+    clustered (its ``model.output_rows``); None for files recorded before the variants were."""
+    accs = []
+    for s in payload["seeds"]:
+        rows = s.get("config", {}).get("model", {}).get("output_rows") or "raw"
+        variant = s.get("clustering_variants", {}).get(f"train_{rows}_n10")
+        if variant is None:
+            return None
+        accs.append(variant["test"])
+    return accs
+
+
+def mean_std(accs: list[float] | None) -> str:
+    return "—" if accs is None else fmt(100 * float(np.mean(accs)), 100 * float(np.std(accs)))
+
+
+def worst_seed(accs: list[float] | None) -> str:
+    return "—" if accs is None else f"{100 * min(accs):.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,13 +29,17 @@ def script():
     return module
 
 
-def seed_record(acc: float) -> dict:
+def seed_record(acc: float, centred: float | None = None) -> dict:
     scores = {"acc": acc, "nmi": acc, "ari": acc}
-    return {
+    record = {
         "test": {"kmeans": scores, "svm": {"acc": acc, "f1": acc, "precision": acc}},
         "baselines": {"se_on_lbar": scores},
         "timing": {"train_seconds": 1.0},
     }
+    if centred is not None:  # test ACC with the training embedding's k-means centres, on unit rows
+        record["config"] = {"model": {"output_rows": "unit"}}
+        record["clustering_variants"] = {"train_unit_n10": {"val": 0.0, "test": centred}, "train_raw_n10": {"test": 0.0}}
+    return record
 
 
 def test_a_labelled_variant_becomes_a_column_beside_the_preset(script, tmp_path):
@@ -57,6 +61,18 @@ def test_a_labelled_variant_becomes_a_column_beside_the_preset(script, tmp_path)
     assert "| k-means ACC | 91.0 ± 1.0 | 82.0 ± 2.0 | 91.9 ± 3.5 |" in table
     assert "Variant: weighting active (2 seeds on cpu); run with `model.temperature=90`." in table
     assert "50.0" not in table
+
+
+def test_the_worst_seed_and_the_training_centres_protocol_are_rows(script, tmp_path):
+    preset = {"dataset": "bdgp", "seeds": [seed_record(0.90, 0.95), seed_record(0.96, 0.93)]}
+    older = {"dataset": "bdgp", "label": "older", "seeds": [seed_record(0.80), seed_record(0.84)]}
+    (tmp_path / "bdgp.json").write_text(json.dumps(preset))
+    (tmp_path / "bdgp_older.json").write_text(json.dumps(older))
+    table = script.markdown_tables(*script.load_results(tmp_path))
+    assert "| k-means ACC, worst seed | 90.0 | 80.0 | — |" in table
+    # the run's own rows (unit), not the other variant; a file without the variants shows a dash
+    assert "| k-means ACC, training centres | 94.0 ± 1.0 | — | — |" in table
+    assert "| k-means ACC, training centres, worst seed | 93.0 | — | — |" in table
 
 
 def test_a_variant_continued_on_another_machine_names_both(script):
