@@ -38,6 +38,7 @@ from specrage_jax.training.defaults import (
     bottom_laplacian_eigenvectors,
     choose_component_count,
     choose_neighbor_count,
+    sustained_gap_neighbor_count,
     class_size_neighbor_cap,
     component_count,
     eigengap_neighbor_count,
@@ -208,6 +209,23 @@ def test_neighbor_choice_keeps_the_dense_graph_unless_a_sparser_one_is_clearly_c
     assert gap_persists({5: 1.3, 8: 1.0, 30: 1.12}, 5)  # the window reaches the dense graph itself
     assert choose_neighbor_count({5: -math.inf, 10: 1.3}) == 10
     assert choose_neighbor_count({}) is None
+
+
+def test_a_modest_gap_sustained_over_several_sparser_graphs_takes_the_top_of_that_run():
+    # digits with a 57 % class and a 3-wide informative view: no candidate reaches 1.2
+    imbalanced = {5: 1.126, 8: 1.124, 10: 1.128, 12: 1.134, 15: 1.092, 20: 1.058, 30: 1.038}
+    assert sustained_gap_neighbor_count(imbalanced) == 12 and choose_neighbor_count(imbalanced, 0.10) == 12
+    # a gap at one or two l only: fragments (Handwritten, two splits): the agreeing views' l 10
+    assert sustained_gap_neighbor_count({5: 1.147, 8: 1.068, 10: 1.03, 30: 1.055}) is None
+    assert choose_neighbor_count({5: 1.136, 8: 1.136, 10: 1.083, 12: 1.035, 30: 1.027}, 0.56) == 10
+    # each must hold GAP_GAIN times the dense graph's gap, and the dense graph must not split clearly
+    assert sustained_gap_neighbor_count({5: 1.15, 8: 1.15, 10: 1.15, 30: 1.09}) is None
+    assert choose_neighbor_count({5: 1.15, 8: 1.15, 10: 1.15, 12: 1.15, 30: 1.21}) == 30
+    # the longer run wins; equal runs: the denser one; one run through the gap: its top
+    two = {5: 1.15, 8: 1.15, 10: 1.12, 12: 1.02, 15: 1.11, 20: 1.13, 30: 1.01}
+    assert sustained_gap_neighbor_count(two) == 10
+    assert sustained_gap_neighbor_count({**two, 25: 1.12}) == 25
+    assert sustained_gap_neighbor_count({**two, 12: 1.11}) == 20
 
 
 def test_agreeing_views_take_the_sparse_graph_where_no_graph_splits_clearly():

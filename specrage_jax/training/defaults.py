@@ -46,6 +46,8 @@ CLEAR_EIGENGAP = 1.2  # a sparser graph must split the batch at least this clean
 GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
 GAP_PERSISTENCE = 1 / 3  # ... and one of the next larger candidates keeps at least this share of its gap
 PERSISTENCE_WINDOW = 2  # ... (the best of this many next larger candidates: one score may dip)
+SUSTAINED_EIGENGAP = 1.1  # no clear gap: a run of consecutive sparser candidates each scoring at least this ...
+SUSTAINED_RUN = 3  # ... (this many or more, each with GAP_GAIN times the dense graph's gap) takes the run's largest l
 AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
 AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 ZERO_EIGENVALUE = 1e-8  # normalized-Laplacian eigenvalues below this count as 0 (a component)
@@ -178,7 +180,9 @@ def eigengap_neighbor_count(
     k-way split with it: a score of at least CLEAR_EIGENGAP, whose gap (score - 1) is at least
     GAP_GAIN times the dense graph's, and one of its next PERSISTENCE_WINDOW larger candidates
     keeping at least GAP_PERSISTENCE of that gap (:func:`choose_neighbor_count`); the best such
-    score wins (ties: the larger l). Candidates whose graph falls apart into more than k
+    score wins (ties: the larger l). Where no graph splits the batch clearly, a modest gap held
+    over SUSTAINED_RUN consecutive sparser candidates takes the top of that run
+    (:func:`sustained_gap_neighbor_count`). Candidates whose graph falls apart into more than k
     components are skipped.
     With no candidate left (tiny batches), l = max(1, m // 3).
     """
@@ -193,8 +197,8 @@ def neighbor_count_and_graph(
     the fallback, no candidate): what :func:`component_count` reads, built once, and the views'
     neighbour agreement (:func:`view_neighbor_agreement`; NaN with one view).
 
-    Where no sparser graph splits the batch clearly cleaner, the dense graph stays unless the
-    views agree on their neighbours (at least AGREEING_VIEWS of their AGREEMENT_NEIGHBORS-NN
+    Where no sparser graph splits the batch clearly cleaner, and no modest gap holds over a run
+    of sparser candidates, the dense graph stays unless the views agree on their neighbours (at least AGREEING_VIEWS of their AGREEMENT_NEIGHBORS-NN
     lists shared): then each view's near neighbours are already the other views', and the
     sparse AGREEMENT_NEIGHBORS-NN graph keeps fewer edges across clusters than the dense one."""
     n = views[0].shape[0]
@@ -368,9 +372,11 @@ def choose_neighbor_count(scores: dict[int, float], agreement: float = math.nan)
     usable l, unless a smaller one scores at least CLEAR_EIGENGAP with a gap GAP_GAIN times the
     dense graph's, and one of the next PERSISTENCE_WINDOW larger candidates keeps at least
     GAP_PERSISTENCE of that gap (:func:`gap_persists`; the best such, ties to the larger l).
-    Without such a candidate, and with the dense graph below CLEAR_EIGENGAP too, views whose
-    neighbour ``agreement`` (:func:`view_neighbor_agreement`) is at least AGREEING_VIEWS take the
-    largest usable l up to AGREEMENT_NEIGHBORS. None when no candidate is usable.
+    Without such a candidate, and with the dense graph below CLEAR_EIGENGAP too, a modest gap
+    sustained over several consecutive sparser candidates takes the largest l of that run
+    (:func:`sustained_gap_neighbor_count`); else views whose neighbour ``agreement``
+    (:func:`view_neighbor_agreement`) is at least AGREEING_VIEWS take the largest usable l up to
+    AGREEMENT_NEIGHBORS. None when no candidate is usable.
 
     The last condition asks the clean split to hold over a range of sparsity: the gap of cluster
     structure shrinks gradually as l grows, while a sparse graph's fragments (a class falling
@@ -390,11 +396,37 @@ def choose_neighbor_count(scores: dict[int, float], agreement: float = math.nan)
         and gap_persists(usable, l)
     }
     if not clear:
-        sparse = [l for l in ordered if l <= AGREEMENT_NEIGHBORS]
         flat = usable[dense] < CLEAR_EIGENGAP  # the dense graph does not split the batch clearly either
+        sustained = sustained_gap_neighbor_count(usable) if flat else None
+        if sustained is not None:
+            return sustained
+        sparse = [l for l in ordered if l <= AGREEMENT_NEIGHBORS]
         return max(sparse) if flat and agreement >= AGREEING_VIEWS and sparse else dense
     best = max(clear.values())
     return max(l for l, score in clear.items() if score == best)
+
+
+def sustained_gap_neighbor_count(usable: dict[int, float]) -> int | None:
+    """The largest l of the longest run of at least SUSTAINED_RUN consecutive sparser candidates of
+    ``usable`` ({l: eigengap score}, the largest l the dense graph) that each score at least
+    SUSTAINED_EIGENGAP with a gap GAP_GAIN times the dense graph's (ties: the run of larger l);
+    None without such a run.
+
+    No one candidate splits the batch clearly, but a modest gap that holds over a range of
+    sparsity is cluster structure the dense graph blurs (digits with a 57 % class and a 3-wide
+    informative view: 1.12-1.13 at l 5-12, 1.09 at 15, dense 1.04), where a sparse graph's fragments show at
+    one or two l only (Handwritten, one split: 1.15, 1.07, 1.03)."""
+    ordered = sorted(usable)
+    dense = ordered[-1]
+    floor = GAP_GAIN * (usable[dense] - 1.0)
+    runs: list[list[int]] = [[]]
+    for l in ordered[:-1]:
+        if usable[l] >= SUSTAINED_EIGENGAP and usable[l] - 1.0 >= floor:
+            runs[-1].append(l)
+        elif runs[-1]:
+            runs.append([])
+    longest = max(runs, key=lambda run: (len(run), run[-1] if run else 0))
+    return longest[-1] if len(longest) >= SUSTAINED_RUN else None
 
 
 def batch_component_count(
@@ -623,8 +655,9 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 f"(relative eigengap lambda_k+1 / lambda_k, k = {shape.n_clusters}, >= "
                 f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap, one of the next "
                 f"{PERSISTENCE_WINDOW} larger l keeping {GAP_PERSISTENCE:.0%} of it); where no graph splits it "
-                f"clearly, l <= {AGREEMENT_NEIGHBORS} if the views share >= {AGREEING_VIEWS:.0%} of their "
-                f"{AGREEMENT_NEIGHBORS}-NN lists; "
+                f"clearly, the top of a run of >= {SUSTAINED_RUN} consecutive sparser l each scoring >= "
+                f"{SUSTAINED_EIGENGAP} with {GAP_GAIN:g}x the dense graph's gap, else l <= {AGREEMENT_NEIGHBORS} "
+                f"if the views share >= {AGREEING_VIEWS:.0%} of their {AGREEMENT_NEIGHBORS}-NN lists; "
                 f"scores by l: {shown}"
                 + (f"; views' shared {AGREEMENT_NEIGHBORS}-NN: {agreement:.2f}" if math.isfinite(agreement) else ""),
             ),
