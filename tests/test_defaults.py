@@ -38,7 +38,6 @@ from specrage_jax.training.defaults import (
     bottom_laplacian_eigenvectors,
     choose_component_count,
     choose_neighbor_count,
-    sustained_gap_neighbor_count,
     class_size_neighbor_cap,
     component_count,
     eigengap_neighbor_count,
@@ -50,6 +49,7 @@ from specrage_jax.training.defaults import (
     partition_ncut,
     resolve_defaults,
     sparse_split_in_doubt,
+    sustained_gap_neighbor_count,
     tie_resolved_count,
 )
 from specrage_jax.training.steps import (

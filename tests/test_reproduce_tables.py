@@ -38,7 +38,10 @@ def seed_record(acc: float, centred: float | None = None) -> dict:
     }
     if centred is not None:  # test ACC with the training embedding's k-means centres, on unit rows
         record["config"] = {"model": {"output_rows": "unit"}}
-        record["clustering_variants"] = {"train_unit_n10": {"val": 0.0, "test": centred}, "train_raw_n10": {"test": 0.0}}
+        record["clustering_variants"] = {
+            "train_unit_n10": {"val": 0.0, "test": centred},
+            "train_raw_n10": {"test": 0.0},
+        }
     return record
 
 

@@ -198,9 +198,10 @@ def neighbor_count_and_graph(
     neighbour agreement (:func:`view_neighbor_agreement`; NaN with one view).
 
     Where no sparser graph splits the batch clearly cleaner, and no modest gap holds over a run
-    of sparser candidates, the dense graph stays unless the views agree on their neighbours (at least AGREEING_VIEWS of their AGREEMENT_NEIGHBORS-NN
-    lists shared): then each view's near neighbours are already the other views', and the
-    sparse AGREEMENT_NEIGHBORS-NN graph keeps fewer edges across clusters than the dense one."""
+    of sparser candidates, the dense graph stays unless the views agree on their neighbours (at
+    least AGREEING_VIEWS of their AGREEMENT_NEIGHBORS-NN lists shared): then each view's near
+    neighbours are already the other views', and the sparse AGREEMENT_NEIGHBORS-NN graph keeps
+    fewer edges across clusters than the dense one."""
     n = views[0].shape[0]
     m = max(2, min(batch_rows, n))
     rows = seeded_rows(n, m, seed=seed, stream=5)
