@@ -213,10 +213,11 @@ def paper_protocol_acc(payload: dict[str, Any]) -> list[float]:
 def training_centres_acc(payload: dict[str, Any]) -> list[float] | None:
     """Per-seed test ACC with the k-means centres fitted on the training embedding and each test
     row given its nearest centre (what ``SpecRaGE.predict`` and the CLI do), on the rows the run
-    clustered (its ``model.output_rows``); None for files recorded before the variants were."""
+    clustered (its ``model.output_rows``: unit, else raw as ``embed`` takes auto); None for files
+    recorded before the variants were."""
     accs = []
     for s in payload["seeds"]:
-        rows = s.get("config", {}).get("model", {}).get("output_rows") or "raw"
+        rows = "unit" if s.get("config", {}).get("model", {}).get("output_rows") == "unit" else "raw"
         variant = s.get("clustering_variants", {}).get(f"train_{rows}_n10")
         if variant is None:
             return None
