@@ -3,24 +3,18 @@ each run in-process on a tiny configuration: the JSON they write and the PNG bes
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+from tests.experiment_scripts import load_experiment
+
 TINY = ["--set", "model.view_hidden=32,32", "--set", "model.weighting_hidden=16", "--set", "train.batch_size=256"]
 
 
 def load_script(name: str):
-    spec = importlib.util.spec_from_file_location(name, EXPERIMENTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses (tsne_snapshots) look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment(name)
 
 
 @pytest.mark.slow  # runs the figure script end to end

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "experiments"
+from tests.experiment_scripts import load_experiment
+
 TINY = [
     "--max-samples",
     "300",
@@ -25,10 +24,7 @@ TINY = [
 
 
 def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment(name)
 
 
 @pytest.mark.slow  # the script end to end (~13 s); runs/robustness has its own tests

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "grassmann_curve.py"
+from tests.experiment_scripts import load_experiment
 
 
 def matched_initial(result: dict) -> float:
@@ -17,9 +15,7 @@ def matched_initial(result: dict) -> float:
 
 @pytest.mark.slow  # runs the figure script end to end
 def test_grassmann_curve_script_writes_a_falling_curve(tmp_path):
-    spec = importlib.util.spec_from_file_location("grassmann_curve", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_experiment("grassmann_curve")
     out = tmp_path / "g.json"
     module.main(
         [

@@ -27,6 +27,7 @@ from specrage_jax.ops.weights import weight_balance_penalty, weight_entropy_pena
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.loop import missing_view_mask, train_loop
 from specrage_jax.training.steps import Batch, grad_step, ortho_step, train_step
+from tests.experiment_scripts import load_experiment
 
 
 def numpy_masked_affinity(x: np.ndarray, present: np.ndarray, l: int, c: float = 2.0) -> np.ndarray:
@@ -363,14 +364,9 @@ def test_exact_se_on_present_pairs_equals_the_dense_sum_of_present_graphs():
 
 @pytest.mark.slow  # four short trainings and an exact SE: ~30 s
 def test_the_incomplete_data_script_writes_every_method_and_the_figure(tmp_path):
-    import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "experiments" / "incomplete.py"
-    spec = importlib.util.spec_from_file_location("incomplete_script", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_experiment("incomplete", module_name="incomplete_script")
     tiny = ["--set", "model.view_hidden=32,32", "--set", "train.epochs=2", "--set", "train.steps_per_epoch=3"]
     module.main(["--datasets", "blobs", "--fractions", "0.5", "--out", str(tmp_path), *tiny])
     result = json.loads((tmp_path / "incomplete_blobs.json").read_text())
@@ -443,14 +439,9 @@ def test_the_shared_training_path_names_a_sparse_view_in_either_scale_mode():
 
 
 def test_the_supervised_reference_scores_every_test_sample_once_by_its_group_of_views(tmp_path):
-    import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "experiments" / "incomplete_ceiling.py"
-    spec = importlib.util.spec_from_file_location("incomplete_ceiling_script", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_experiment("incomplete_ceiling", module_name="incomplete_ceiling_script")
     module.main(
         ["--datasets", "blobs", "--fractions", "0.5", "--seeds", "0", "--max-train", "50", "--out", str(tmp_path)]
     )

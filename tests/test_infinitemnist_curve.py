@@ -4,7 +4,6 @@ at a small size on the CPU."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.experiment_scripts import load_experiment
+
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "infinitemnist_curve.py"
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("infinitemnist_curve", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("infinitemnist_curve")
 
 
 def record(n: int, seed: int, kind: str, acc: float) -> dict:

@@ -3,7 +3,6 @@ the results JSON files render."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -13,6 +12,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.experiment_scripts import load_experiment
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "experiments" / "readme_tables.py"
 RESULTS = ROOT / "experiments" / "results"
@@ -21,12 +22,7 @@ RESULTS_PAGE = ROOT / "docs" / "07-results.md"
 
 
 def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("readme_tables", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["readme_tables"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("readme_tables")
 
 
 rt = load_script()

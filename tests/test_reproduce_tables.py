@@ -3,14 +3,12 @@ it writes with a labelled variant run beside the preset's."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+from tests.experiment_scripts import load_experiment
+
 TINY = [
     "model.view_hidden=32,32",
     "model.weighting_hidden=16",
@@ -22,11 +20,7 @@ TINY = [
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("reproduce_tables", EXPERIMENTS / "reproduce_tables.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["reproduce_tables"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("reproduce_tables")
 
 
 def seed_record(acc: float, centred: float | None = None) -> dict:

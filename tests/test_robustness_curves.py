@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,8 +20,8 @@ from specrage_jax.runs.robustness import (
     subsample,
     summarize_curves,
 )
+from tests.experiment_scripts import load_experiment
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "robustness_curves.py"
 TINY = [
     "--max-samples",
     "300",
@@ -40,10 +38,7 @@ TINY = [
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("robustness_curves", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("robustness_curves")
 
 
 @pytest.mark.slow  # a script run: ~13 s; the default suite is at its time budget

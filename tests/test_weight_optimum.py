@@ -3,19 +3,13 @@ whose answer is known."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "weight_optimum.py"
+from tests.experiment_scripts import load_experiment
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("weight_optimum", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("weight_optimum")
 
 
 def test_the_projection_lands_on_the_simplex_and_keeps_points_already_there():
