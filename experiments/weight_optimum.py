@@ -95,7 +95,9 @@ def weight_optimum(estimator: Any, views: list[np.ndarray]) -> dict[str, np.ndar
     if estimator.config_.graph.weights_in_affinity or estimator.config_.model.fusion != "weighting":
         raise ValueError("weight_optimum: needs the weighting fusion with the weights in the fusion only")
     m, n_views = views[0].shape[0], len(views)
-    inputs = model_inputs(views, np.ones((m, n_views), bool), scalers=estimator.scalers_, encoders=estimator.autoencoders_)
+    inputs = model_inputs(
+        views, np.ones((m, n_views), bool), scalers=estimator.scalers_, encoders=estimator.autoencoders_
+    )
     state = estimator.state_
     model = state.model()
     jax_inputs = [jnp.asarray(x) for x in inputs]
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--dataset", default="bdgp")
     parser.add_argument("--data-dir", default=None, help="where real datasets live (default: $SPECRAGE_DATA)")
     parser.add_argument("--kind", default="noise", choices=KINDS)
-    parser.add_argument("--fraction", type=float, default=None, help="share contaminated (default: blobs 0.2, else 0.4)")
+    parser.add_argument("--fraction", type=float, default=None, help="share contaminated (blobs 0.2, else 0.4)")
     parser.add_argument("--outlier-view", type=int, default=None, help="the outliers' view (default: every view)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
@@ -178,7 +180,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"loss share the optimum recovers: {summary['recoverable_loss_share']:.4f}; views' points apart "
         f"(median, clean / contaminated) {summary['points_spread_median']['clean']:.3f} / "
         f"{summary['points_spread_median']['contaminated']:.3f}, fused output from its neighbours' mean "
-        f"{summary['distance_to_target_median']['clean']:.3f} / {summary['distance_to_target_median']['contaminated']:.3f}"
+        f"{summary['distance_to_target_median']['clean']:.3f} / "
+        f"{summary['distance_to_target_median']['contaminated']:.3f}"
     )
     result = {
         "dataset": args.dataset,
