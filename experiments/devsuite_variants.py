@@ -30,6 +30,11 @@ deterministic for a seed, and writes no files. ``data_dir`` holds ``devsuite/*.m
   documents keep only one of the view's most common terms (count 1), a different term per group.
   Such groups (stub documents, boilerplate) are exact copies of each other; with more copies than
   neighbour slots each group is a component of a kNN graph. Labels unchanged.
+* ``20newsgroups+short``, ``BBC4view+short``, ``WebKB+short``: the sparse text sets (all rows) as short
+  documents (snippets, titles): in every sparse view each document keeps SHORT_TERMS of its terms,
+  drawn at random with their values (a document with fewer keeps all). Labels unchanged. Few
+  shared terms leave the raw rows' neighbourhoods to chance words, while concatenated LSA rows
+  still group them.
 * ``handwritten-imbalanced-narrow`` (and ``digits-imbalanced-narrow``): 4 classes of sizes
   200 / 70 / 46 / 35 (digits: 170 / 60 / 39 / 30), 57 / 20 / 13 / 10 %, a narrow informative view
   of 3 fixed features and two wide, weakly informative views: a real view padded with i.i.d.
@@ -67,6 +72,8 @@ SINGLE_TERM_FRACTION = 0.03
 DUPLICATE_PAIRS = (5, 8)  # fewest and most near-duplicate pairs
 MIN_TERMS_TO_PERTURB = 4
 COPY_GROUPS = 5
+SHORT_TERMS = 10  # terms a short document keeps
+SPARSE_VIEW_BELOW = 0.10  # a view with a smaller share of nonzero entries is a sparse (text) view
 COPY_GROUP_SHARE = 0.03
 MIN_COPY_GROUP = 8
 HOG_CELL = 7
@@ -329,6 +336,27 @@ def build_copies(data_dir: str, seed: int = 0, *, base: str) -> MultiViewData:
     return inject_copy_groups(load_base(base, data_dir, seed), seed, name)
 
 
+def short_documents(data: MultiViewData, seed: int, name: str) -> MultiViewData:
+    """The short-documents variant of ``data`` (see the module docstring): in every view with under
+    SPARSE_VIEW_BELOW nonzero entries, each row keeps SHORT_TERMS of its nonzero entries, seeded."""
+    rng = variant_rng(seed, name)
+    views = []
+    for view in data.views:
+        view = np.array(view, dtype=np.float64, copy=True)
+        if np.count_nonzero(view) < SPARSE_VIEW_BELOW * view.size:
+            for row in view:
+                present = np.flatnonzero(row)
+                if present.size > SHORT_TERMS:
+                    row[rng.choice(present, size=present.size - SHORT_TERMS, replace=False)] = 0.0
+        views.append(view)
+    return MultiViewData(views=tuple(views), labels=data.labels, name=name, view_names=data.view_names)
+
+
+def build_short(data_dir: str, seed: int = 0, *, base: str) -> MultiViewData:
+    name = f"{base}+short"
+    return short_documents(load_base(base, data_dir, seed), seed, name)
+
+
 # --- class imbalance with a narrow informative view -----------------------------------------------
 
 
@@ -413,6 +441,8 @@ def _registry() -> dict[str, Callable[..., MultiViewData]]:
         variants[f"{base}+hubs"] = functools.partial(build_hubs, base=base)
     for base in HUB_SETS:
         variants[f"{base}+copies"] = functools.partial(build_copies, base=base)
+    for base in HUB_SETS:
+        variants[f"{base}+short"] = functools.partial(build_short, base=base)
     variants["handwritten-imbalanced-narrow"] = build_imbalanced_handwritten
     variants["digits-imbalanced-narrow"] = build_imbalanced_digits
     return variants

@@ -142,6 +142,24 @@ def test_copies_variant_makes_groups_of_identical_one_term_documents(data_dir, b
         assert len(np.unique(data.labels[rows])) > 1
 
 
+@pytest.mark.parametrize("base", ["20newsgroups", "WebKB"])
+def test_short_variant_cuts_every_sparse_document_to_a_subset_of_its_terms(data_dir, base):
+    full = dv.load_base(base, data_dir)
+    data = dv.build_variant(f"{base}+short", data_dir, seed=0)
+    np.testing.assert_array_equal(data.labels, full.labels)
+    assert data.view_dims == full.view_dims
+    for before, after in zip(full.views, data.views):
+        before = np.asarray(before.toarray() if hasattr(before, "toarray") else before, np.float64)
+        if np.count_nonzero(before) >= dv.SPARSE_VIEW_BELOW * before.size:  # a dense view stays as it is
+            np.testing.assert_array_equal(after, before)
+            continue
+        kept_terms = (after != 0).sum(axis=1)
+        np.testing.assert_array_equal(kept_terms, np.minimum((before != 0).sum(axis=1), dv.SHORT_TERMS))
+        # every kept entry is the document's own, with its value; nothing is added
+        np.testing.assert_array_equal(after[after != 0], before[after != 0])
+    assert any(((np.asarray(v) != 0).sum(axis=1) > dv.SHORT_TERMS).any() for v in full.views)  # something was cut
+
+
 def test_imbalanced_narrow_variant(data_dir):
     data = dv.build_variant("handwritten-imbalanced-narrow", data_dir, seed=0)
     counts = np.bincount(data.labels)
@@ -189,6 +207,7 @@ def test_registry_names_and_unknown_name():
     )
     assert {"20newsgroups+hubs", "BBC4view+hubs", "WebKB+hubs", "handwritten-imbalanced-narrow"} <= set(dv.VARIANTS)
     assert {"20newsgroups+copies", "BBC4view+copies", "WebKB+copies"} <= set(dv.VARIANTS)
+    assert {"20newsgroups+short", "BBC4view+short", "WebKB+short"} <= set(dv.VARIANTS)
     with pytest.raises(KeyError, match="unknown variant"):
         dv.build_variant("nope", "/nonexistent")
 
