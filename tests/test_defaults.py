@@ -161,6 +161,28 @@ def test_svd_scaler_reduces_to_unit_rows_and_round_trips():
     assert unreduced.shape == (150, 400)  # the graph sees the rows before the projection
 
 
+def test_short_projected_documents_take_the_graph_of_the_reduced_rows():
+    def shape_of(terms: int) -> DataShape:
+        counts = sparse_counts(150, 400, seed=3, density=terms / 400)
+        (scaler,) = fit_view_scalers([counts], "svd_l2", svd_components=100)
+        dense = clustered(150, 3, 10, seed=3)[0]
+        return DataShape(
+            views=(scaler.transform(counts), dense),
+            n_clusters=3,
+            unreduced_views=(*graph_input_views([scaler], [counts]), dense),
+        )
+
+    short, long = shape_of(8), shape_of(60)
+    assert data_rules.projected_document_terms(short) <= data_rules.SHORT_DOCUMENT_TERMS
+    assert data_rules.projected_document_terms(long) > data_rules.SHORT_DOCUMENT_TERMS
+    assert data_rules.graph_inputs_rule(short, True)[0] == "model"
+    assert data_rules.graph_inputs_rule(long, True)[0] == "unreduced"
+    assert data_rules.graph_inputs_rule(long, False)[0] == "model"  # mini-batches: always the reduced rows
+    nothing_projected = DataShape(views=(np.ones((4, 3)),), n_clusters=2, unreduced_views=(np.ones((4, 3)),))
+    assert data_rules.projected_document_terms(nothing_projected) is None
+    assert data_rules.graph_inputs_rule(nothing_projected, True)[0] == "unreduced"
+
+
 def test_svd_rank_is_capped_by_rows_and_width():
     (scaler,) = fit_view_scalers([sparse_counts(30, 50, seed=2, density=0.05)], "svd_l2", svd_components=100)
     assert scaler.out_dim == 29  # below the number of rows
@@ -631,7 +653,7 @@ def test_a_whole_set_epoch_is_its_steps_one_after_another():
 def default_fit():
     """A default estimator (every data-aware rule) fitted for two epochs on a sparse and a dense
     view, and its views: fitted once for the tests below."""
-    views = [sparse_counts(150, 300, seed=9), clustered(150, 3, 10, seed=9)[0]]
+    views = [sparse_counts(150, 300, seed=9, density=0.06), clustered(150, 3, 10, seed=9)[0]]  # 18-term rows
     return SpecRaGE(n_clusters=3, random_state=0, config_overrides=["train.epochs=2"]).fit(views), views
 
 

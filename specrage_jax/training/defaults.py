@@ -39,6 +39,7 @@ from specrage_jax.training.siamese import joint_neighbor_space
 from specrage_jax.validation import missing_rows, present_views
 
 FULL_BATCH_MAX = 4096  # up to this many training rows, every step sees the whole training set
+SHORT_DOCUMENT_TERMS = 15  # projected views whose median row has at most this many terms: short documents
 NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen among these
 DENSE_SPECTRUM_MAX_ROWS = 600  # up to here the spectrum is a dense eigvalsh, above it ARPACK
 CLASS_SHARE_OF_NEIGHBORS = 1.0  # l is below this share of the expected cluster size m / k
@@ -92,6 +93,40 @@ class DataShape:
         if self.views_missing is None:
             missing = self.views is not None and any(missing_rows(np.asarray(x)).any() for x in self.views)
             object.__setattr__(self, "views_missing", missing)
+
+
+def projected_document_terms(shape: DataShape) -> int | None:
+    """The median number of nonzero entries per row of the longest projected view (an svd_l2
+    view, whose unreduced rows are wider than the model's inputs), over its present rows; None
+    when no view is projected or the unreduced rows are not given."""
+    if shape.unreduced_views is None or shape.views is None:
+        return None
+    medians = []
+    for reduced, unreduced in zip(shape.views, shape.unreduced_views):
+        x = np.asarray(unreduced)
+        if x.shape[1] == np.asarray(reduced).shape[1]:
+            continue
+        rows = x[~missing_rows(x)]
+        if rows.size:
+            medians.append(float(np.median(np.count_nonzero(rows, axis=1))))
+    return int(max(medians)) if medians else None
+
+
+def graph_inputs_rule(shape: DataShape, whole: bool) -> tuple[str, str]:
+    """(``data.graph_inputs``, why): the unreduced rows where the whole training set is one batch,
+    unless the projected views hold short documents (:func:`projected_document_terms` at most
+    SHORT_DOCUMENT_TERMS): two such documents share too few terms for their raw rows to find
+    neighbours, and the reduced (LSA) rows pool the terms that occur together."""
+    if not whole:
+        return "model", "mini-batches: each step's graph is built on the reduced rows"
+    terms = projected_document_terms(shape)
+    if terms is not None and terms <= SHORT_DOCUMENT_TERMS:
+        return "model", (
+            f"short documents: the longest projected view's median row has {terms} terms (at most "
+            f"{SHORT_DOCUMENT_TERMS}), too few shared for the raw rows' neighbours; the graph is built on the "
+            "reduced rows"
+        )
+    return "unreduced", "the whole training set is one batch, so the graph of the unreduced rows is built once"
 
 
 def auto_output_rows(views_missing: bool) -> str:
@@ -620,18 +655,10 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
         )
     m = min(train.batch_size, shape.n_train)
     if config.data.graph_inputs == AUTO:
-        whole = m >= shape.n_train
         config = dataclasses.replace(
             config,
             data=dataclasses.replace(
-                config.data,
-                graph_inputs=choose(
-                    "data.graph_inputs",
-                    "unreduced" if whole else "model",
-                    "the whole training set is one batch, so the graph of the unreduced rows is built once"
-                    if whole
-                    else "mini-batches: each step's graph is built on the reduced rows",
-                ),
+                config.data, graph_inputs=choose("data.graph_inputs", *graph_inputs_rule(shape, m >= shape.n_train))
             ),
         )
     graph_views = shape.views
