@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from specrage_jax.config import AUTO_COMPONENTS, ExperimentConfig
+from specrage_jax.config import AUTO, AUTO_COMPONENTS, ExperimentConfig
 from specrage_jax.data.lazy import is_streamed
 from specrage_jax.data.preprocess import (
     ViewScaler,
@@ -117,7 +117,11 @@ def resolve_settings(
         return config, described
     n_train = len(train[0])
     views = unreduced = None
-    reads_rows = config.graph.n_neighbors == 0 or config.model.n_components == AUTO_COMPONENTS
+    reads_rows = (
+        config.graph.n_neighbors == 0
+        or config.model.n_components == AUTO_COMPONENTS
+        or (config.data.graph_inputs == AUTO and unreduced_train is not None)  # the short-documents rule
+    )
     if reads_rows or incomplete:  # the rules that look at the rows themselves
         rows = None
         if sample:
