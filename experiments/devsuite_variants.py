@@ -53,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specrage_jax.config import DataConfig
 from specrage_jax.data import MultiViewData, load_dataset
 from specrage_jax.data.loaders import load_mat
 from specrage_jax.data.mnist import find_mnist_file, read_idx
@@ -73,7 +74,7 @@ DUPLICATE_PAIRS = (5, 8)  # fewest and most near-duplicate pairs
 MIN_TERMS_TO_PERTURB = 4
 COPY_GROUPS = 5
 SHORT_TERMS = 10  # terms a short document keeps
-SPARSE_VIEW_BELOW = 0.10  # a view with a smaller share of nonzero entries is a sparse (text) view
+SPARSE_VIEW_BELOW = DataConfig().sparse_below  # the library's sparse-view bar (share of nonzero entries)
 COPY_GROUP_SHARE = 0.03
 MIN_COPY_GROUP = 8
 HOG_CELL = 7

@@ -28,9 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from specrage_jax.api.pipeline import model_inputs
-from specrage_jax.data import load_dataset, split_indices
+from specrage_jax.data import load_dataset
 from specrage_jax.data.preprocess import graph_input_views
-from specrage_jax.ops.spectral import full_graph_affinities
+from specrage_jax.ops.spectral import full_graph_affinities, laplacian_np
 from specrage_jax.runs.records import write_json_atomic
 from specrage_jax.runs.robustness import KINDS, ContaminationSpec, contaminate
 
@@ -68,10 +68,9 @@ def nearest_combination(points: np.ndarray, targets: np.ndarray, start: np.ndarr
     return alpha
 
 
-def neighbour_targets(affinities: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(y* (m, k), degrees d (m,)) of outputs y (m, k) over the views' graphs (V, m, m): y*_i the
-    degree-weighted mean of i's neighbours' outputs over every view, d_i its summed degree."""
-    summed = affinities.sum(axis=0)
+def neighbour_targets(summed: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(y* (m, k), degrees d (m,)) of outputs y (m, k) over the views' graphs summed (m, m): y*_i
+    the degree-weighted mean of i's neighbours' outputs over every view, d_i its summed degree."""
     degrees = summed.sum(axis=1)
     return summed @ y / np.maximum(degrees, 1e-12)[:, None], degrees
 
@@ -110,8 +109,8 @@ def weight_optimum(estimator: Any, views: list[np.ndarray]) -> dict[str, np.ndar
     gap = np.max(np.abs(np.einsum("iv,vik->ik", alpha, points) - y)) / max(np.max(np.abs(y)), 1e-12)
     if gap > FUSION_TOLERANCE:
         raise ValueError(f"weight_optimum: the fused output is not sum_v alpha_v p_v (relative gap {gap:.2e})")
-    affinities = full_graph_affinities(graph_rows(estimator, views, inputs), estimator.config_.graph)
-    targets, degrees = neighbour_targets(affinities, y)
+    summed = full_graph_affinities(graph_rows(estimator, views, inputs), estimator.config_.graph).sum(axis=0)
+    targets, degrees = neighbour_targets(summed, y)
     best = nearest_combination(points, targets, alpha)
 
     def share(weights: np.ndarray) -> np.ndarray:
@@ -125,7 +124,7 @@ def weight_optimum(estimator: Any, views: list[np.ndarray]) -> dict[str, np.ndar
         "optimal_cost": share(best),
         "points_spread": spread,
         "distance_to_target": np.linalg.norm(y - targets, axis=1),
-        "loss": np.array(np.einsum("vij,ij->", affinities, np.sum((y[:, None] - y[None]) ** 2, axis=-1)) / 2),
+        "loss": np.array(np.trace(y.T @ laplacian_np(summed) @ y)),  # 1/2 sum_v sum_ij W_ij ||y_i - y_j||^2
     }
 
 
@@ -169,8 +168,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     data = load_dataset(args.dataset, seed=args.seed, data_dir=args.data_dir)
     spec = ContaminationSpec(outlier_view=args.outlier_view)
     contaminated, mask = contaminate(data, args.kind, fraction, seed=args.seed, spec=spec)
-    estimator, _ = default_estimator_on_split(contaminated, list(args.overrides), seed=args.seed)
-    train = split_indices(data.labels, seed=args.seed, test_fraction=0.2, val_fraction=0.0).train
+    estimator, test = default_estimator_on_split(contaminated, list(args.overrides), seed=args.seed)
+    train = np.setdiff1d(np.arange(data.n_samples), test)  # the rows the estimator was fitted on
     views = [np.asarray(v, np.float32)[train] for v in contaminated.views]
     summary = summarize(weight_optimum(estimator, views), mask[train])
     for v, (learned, optimal) in enumerate(zip(summary["learned"], summary["optimal"])):

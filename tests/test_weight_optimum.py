@@ -44,7 +44,7 @@ def test_a_target_that_is_a_mix_of_three_views_is_found_as_that_mix():
 
 def test_the_target_is_the_degree_weighted_mean_of_the_neighbours_over_all_views():
     targets, degrees = load_script().neighbour_targets(
-        np.array([[[0, 1, 0], [1, 0, 0], [0, 0, 0]], [[0, 0, 3], [0, 0, 0], [3, 0, 0]]], float),
+        np.array([[0, 1, 3], [1, 0, 0], [3, 0, 0]], float),  # two views' graphs, summed
         np.array([[0.0], [4.0], [8.0]]),
     )
     np.testing.assert_allclose(degrees, [4.0, 1.0, 3.0])

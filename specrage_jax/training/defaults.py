@@ -95,7 +95,7 @@ class DataShape:
             object.__setattr__(self, "views_missing", missing)
 
 
-def projected_document_terms(shape: DataShape) -> int | None:
+def projected_document_terms(shape: DataShape) -> float | None:
     """The median number of nonzero entries per row of the longest projected view (an svd_l2
     view, whose unreduced rows are wider than the model's inputs), over its present rows; None
     when no view is projected or the unreduced rows are not given."""
@@ -109,7 +109,7 @@ def projected_document_terms(shape: DataShape) -> int | None:
         rows = x[~missing_rows(x)]
         if rows.size:
             medians.append(float(np.median(np.count_nonzero(rows, axis=1))))
-    return int(max(medians)) if medians else None
+    return max(medians) if medians else None
 
 
 def graph_inputs_rule(shape: DataShape, whole: bool) -> tuple[str, str]:
@@ -122,7 +122,7 @@ def graph_inputs_rule(shape: DataShape, whole: bool) -> tuple[str, str]:
     terms = projected_document_terms(shape)
     if terms is not None and terms <= SHORT_DOCUMENT_TERMS:
         return "model", (
-            f"short documents: the longest projected view's median row has {terms} terms (at most "
+            f"short documents: the longest projected view's median row has {terms:g} terms (at most "
             f"{SHORT_DOCUMENT_TERMS}), too few shared for the raw rows' neighbours; the graph is built on the "
             "reduced rows"
         )
