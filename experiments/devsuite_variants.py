@@ -35,6 +35,11 @@ deterministic for a seed, and writes no files. ``data_dir`` holds ``devsuite/*.m
   drawn at random with their values (a document with fewer keeps all). Labels unchanged. Few
   shared terms leave the raw rows' neighbourhoods to chance words, while concatenated LSA rows
   still group them.
+* ``handwritten+noise``, ``BBC4view+noise``: a set (Handwritten views 0 and 2; BBC4view) with one
+  more view that carries nothing: a copy of view 0 with each column's entries shuffled across the
+  samples on their own (seeded), so every feature keeps its values and the view its sparsity, but
+  no row relates to its sample or to any other column. As a broken sensor or a mismatched table
+  would. Labels unchanged.
 * ``handwritten-imbalanced-narrow`` (and ``digits-imbalanced-narrow``): 4 classes of sizes
   200 / 70 / 46 / 35 (digits: 170 / 60 / 39 / 30), 57 / 20 / 13 / 10 %, a narrow informative view
   of 3 fixed features and two wide, weakly informative views: a real view padded with i.i.d.
@@ -62,6 +67,7 @@ DEVSUITE_SETS = ("20newsgroups", "BBC4view", "CiteSeer", "WebKB", "WikipediaArti
 SWEEP_SETS = (*DEVSUITE_SETS, "handwritten", "digits")
 PER_CLASS = (10, 16)
 HUB_SETS = ("20newsgroups", "BBC4view", "WebKB")
+NOISE_VIEW_SETS = ("handwritten", "BBC4view")
 PAIR_CONFIGS = {"mnistpairs40x10": (40, 10), "mnistpairs100x16": (100, 16)}
 LATENT_CONFIGS = {"latent40x10": (40, 10, 0.6), "latent100x16": (100, 16, 0.5)}  # classes, per class, spread
 LATENT_DIM = 10
@@ -358,6 +364,28 @@ def build_short(data_dir: str, seed: int = 0, *, base: str) -> MultiViewData:
     return short_documents(load_base(base, data_dir, seed), seed, name)
 
 
+# --- a view that carries nothing ------------------------------------------------------------------
+
+
+def shuffled_columns(view: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(n, d) -> each column's entries permuted across the rows, independently per column."""
+    view = np.asarray(view)
+    return np.column_stack([view[rng.permutation(view.shape[0]), j] for j in range(view.shape[1])])
+
+
+def with_noise_view(data: MultiViewData, seed: int, name: str) -> MultiViewData:
+    """``data`` and one more view: view 0 with its columns shuffled (:func:`shuffled_columns`)."""
+    noise = shuffled_columns(np.asarray(data.views[0], np.float64), variant_rng(seed, name))
+    return MultiViewData(
+        views=(*data.views, noise), labels=data.labels, name=name, view_names=(*data.view_names, "noise")
+    )
+
+
+def build_noise_view(data_dir: str, seed: int = 0, *, base: str) -> MultiViewData:
+    name = f"{base}+noise"
+    return with_noise_view(load_base(base, data_dir, seed), seed, name)
+
+
 # --- class imbalance with a narrow informative view -----------------------------------------------
 
 
@@ -444,6 +472,8 @@ def _registry() -> dict[str, Callable[..., MultiViewData]]:
         variants[f"{base}+copies"] = functools.partial(build_copies, base=base)
     for base in HUB_SETS:
         variants[f"{base}+short"] = functools.partial(build_short, base=base)
+    for base in NOISE_VIEW_SETS:
+        variants[f"{base}+noise"] = functools.partial(build_noise_view, base=base)
     variants["handwritten-imbalanced-narrow"] = build_imbalanced_handwritten
     variants["digits-imbalanced-narrow"] = build_imbalanced_digits
     return variants

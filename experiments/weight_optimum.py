@@ -94,7 +94,7 @@ def weight_optimum(estimator: Any, views: list[np.ndarray]) -> dict[str, np.ndar
     if estimator.config_.graph.weights_in_affinity or estimator.config_.model.fusion != "weighting":
         raise ValueError("weight_optimum: needs the weighting fusion with the weights in the fusion only")
     m, n_views = views[0].shape[0], len(views)
-    inputs = model_inputs(
+    inputs, _ = model_inputs(
         views, np.ones((m, n_views), bool), scalers=estimator.scalers_, encoders=estimator.autoencoders_
     )
     state = estimator.state_

@@ -355,10 +355,17 @@ class DataConfig:
         "geometry) | auto (unreduced when the whole training set is one batch, so the "
         "graph is built once)",
     )
+    unrelated_views: str = _f(
+        "keep",
+        "keep (every view takes part) | leave_out (complete data: a view whose neighbourhoods no other "
+        "view shares beyond chance and whose own kNN graph shows no cluster structure is left out of "
+        "the fit, with a warning; transform still takes it and gives it weight 0)",
+    )
 
     def __post_init__(self) -> None:
         _check_choice("data", "preprocess", self.preprocess, PREPROCESS_KINDS)
         _check_choice("data", "graph_inputs", self.graph_inputs, ("model", "unreduced", AUTO))
+        _check_choice("data", "unrelated_views", self.unrelated_views, ("keep", "leave_out"))
         if self.svd_components < 1 or not 0.0 <= self.sparse_below <= 1.0:
             raise ValueError(
                 f"data.svd_components must be >= 1 and data.sparse_below in [0, 1]; got "
@@ -444,7 +451,7 @@ class ExperimentConfig:
                 spectral_init=True,
                 view_net_steps=AUTO_VIEW_NET_STEPS,
             ),
-            data=dataclasses.replace(base.data, preprocess=AUTO, graph_inputs=AUTO),
+            data=dataclasses.replace(base.data, preprocess=AUTO, graph_inputs=AUTO, unrelated_views="leave_out"),
         )
 
     def unresolved_fields(self) -> list[str]:

@@ -266,7 +266,7 @@ def test_view_neighbor_agreement_counts_the_shared_neighbours_of_the_rows_with_b
     rows = np.arange(200)
 
     def agreement(*views: np.ndarray) -> float:
-        return data_rules.view_neighbor_agreement(data_rules._present_neighbor_lists(views, rows, 10), 200, 10)
+        return data_rules.view_neighbor_agreement(data_rules.present_neighbor_lists(views, rows, 10), 200, 10)
 
     assert agreement(x, 2.0 * x + 1.0) == pytest.approx(1.0)  # the same neighbourhoods
     assert agreement(x, noise) < 0.15  # unrelated views: about l / m

@@ -160,6 +160,21 @@ def test_short_variant_cuts_every_sparse_document_to_a_subset_of_its_terms(data_
     assert any(((np.asarray(v) != 0).sum(axis=1) > dv.SHORT_TERMS).any() for v in full.views)  # something was cut
 
 
+def test_noise_view_variant_adds_view_0_with_its_columns_shuffled(data_dir):
+    full = dv.load_base("handwritten", data_dir)
+    data = dv.build_variant("handwritten+noise", data_dir, seed=0)
+    np.testing.assert_array_equal(data.labels, full.labels)
+    assert data.view_dims == (*full.view_dims, full.view_dims[0]) and data.view_names[-1] == "noise"
+    for before, after in zip(full.views, data.views):
+        np.testing.assert_array_equal(after, before)
+    source, noise = np.asarray(full.views[0], np.float64), data.views[-1]
+    # every column keeps its values, in another order, each column its own
+    np.testing.assert_array_equal(np.sort(noise, axis=0), np.sort(source, axis=0))
+    assert np.mean(np.all(noise == source, axis=1)) < 0.01
+    assert not np.array_equal(np.argsort(noise[:, 0]), np.argsort(noise[:, 1]))
+    np.testing.assert_array_equal(dv.build_variant("handwritten+noise", data_dir, seed=0).views[-1], noise)
+
+
 def test_imbalanced_narrow_variant(data_dir):
     data = dv.build_variant("handwritten-imbalanced-narrow", data_dir, seed=0)
     counts = np.bincount(data.labels)
@@ -208,6 +223,7 @@ def test_registry_names_and_unknown_name():
     assert {"20newsgroups+hubs", "BBC4view+hubs", "WebKB+hubs", "handwritten-imbalanced-narrow"} <= set(dv.VARIANTS)
     assert {"20newsgroups+copies", "BBC4view+copies", "WebKB+copies"} <= set(dv.VARIANTS)
     assert {"20newsgroups+short", "BBC4view+short", "WebKB+short"} <= set(dv.VARIANTS)
+    assert {"handwritten+noise", "BBC4view+noise"} <= set(dv.VARIANTS)
     with pytest.raises(KeyError, match="unknown variant"):
         dv.build_variant("nope", "/nonexistent")
 

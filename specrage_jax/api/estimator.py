@@ -279,7 +279,9 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         views = with_missing_rows(multiview_input(Xs, self.view_dims, what="X"), mask, what="X")
         seed = self._draw_seed()
         train_idx, val_idx = split or self._split(views[0].shape[0], seed, config.data.val_fraction)
-        scaled = pipeline.preprocess(_rows(views, train_idx), _rows(views, val_idx), config, rest=views)
+        scaled = pipeline.preprocess(
+            _rows(views, train_idx), _rows(views, val_idx), config, rest=views, n_clusters=n_clusters, seed=seed
+        )
         config, resolved = pipeline.resolve_settings(
             config,
             scaled.train,
@@ -422,7 +424,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         check_is_fitted(self)
         views = as_view_arrays(self._input_views(Xs), what="X", allow_missing=True)
         present = view_presence(views, mask, what="X")
-        inputs = model_inputs(views, present, scalers=self.scalers_, encoders=self.autoencoders_)
+        inputs, present = model_inputs(views, present, scalers=self.scalers_, encoders=self.autoencoders_)
         n = inputs[0].shape[0]
         l = self.config_.graph.n_neighbors
         if n <= l:
@@ -529,7 +531,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             trees, record = state.pop("_pretrained")
             nets = restore_pretrained(trees, record, config, where="pickled SpecRaGE")
             state["autoencoders_"], state["siamese_nets_"] = nets.autoencoders, nets.siamese
-            in_dims = tuple(s.out_dim for s in state["scalers_"])
+            in_dims = tuple(s.out_dim for s in state["scalers_"] if not s.left_out)
             if nets.autoencoders is not None:
                 in_dims = tuple(config.autoencoder.embedding_dim for _ in in_dims)
             state["state_"] = _rebuild_state(in_dims, config, state["state_"])

@@ -17,6 +17,7 @@ Inference on new rows is :mod:`specrage_jax.api.pipeline`.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -30,6 +31,8 @@ from specrage_jax.data.preprocess import (
     apply_view_scalers,
     fit_view_scalers,
     graph_input_views,
+    kept_views,
+    leave_out_views,
     unit_rows,
 )
 from specrage_jax.evaluation.clusters import kmeans_centres_and_labels
@@ -42,11 +45,13 @@ from specrage_jax.training.defaults import (
     DataShape,
     describe_preprocessing,
     resolve_defaults,
+    seeded_rows,
 )
 from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.output_map import fit_output_map
 from specrage_jax.training.pretrained import PretrainedNets, pretrain_nets
 from specrage_jax.training.stages import encode_views
+from specrage_jax.training.unrelated_views import unrelated_views, view_relations
 from specrage_jax.validation import check_training_sizes, check_view_coverage, missing_rows
 
 Views = tuple[Any, ...]  # V arrays (n, d_v) each; of a dataset streamed from disk, ``data.lazy.MemmapRows``
@@ -67,17 +72,27 @@ class Scaled:
 
 
 def preprocess(
-    train: Sequence[Any], val: Sequence[Any], config: ExperimentConfig, *, rest: Sequence[Any] = ()
+    train: Sequence[Any],
+    val: Sequence[Any],
+    config: ExperimentConfig,
+    *,
+    rest: Sequence[Any] = (),
+    n_clusters: int = 0,
+    seed: int = 0,
 ) -> Scaled:
     """Per-view scalers (``data.preprocess``) fitted on ``train`` (V arrays (n_train, d_v), NaN rows
     for missing views) and applied to ``train``, ``val`` and ``rest``; and the views' rows
-    before any SVD projection (None when no scaler projects)."""
+    before any SVD projection (None when no scaler projects). With
+    ``data.unrelated_views=leave_out`` and ``n_clusters`` given, the views
+    :func:`leave_out_unrelated_views` finds unrelated are left out of every array returned."""
     scalers = fit_view_scalers(
         train,
         config.data.preprocess,
         svd_components=config.data.svd_components,
         sparse_below=config.data.sparse_below,
     )
+    if config.data.unrelated_views == "leave_out" and n_clusters:
+        scalers = leave_out_unrelated_views(scalers, train, n_clusters, seed=seed)
     unreduced_train = graph_input_views(scalers, train)
     return Scaled(
         scalers=scalers,
@@ -89,6 +104,49 @@ def preprocess(
         if unreduced_train is None
         else (unreduced_train, cast(tuple[np.ndarray, ...], graph_input_views(scalers, val))),
     )
+
+
+def leave_out_unrelated_views(
+    scalers: Sequence[ViewScaler], train: Sequence[Any], n_clusters: int, *, seed: int
+) -> tuple[ViewScaler, ...]:
+    """``scalers`` with the views unrelated to the others (:mod:`specrage_jax.training.unrelated_views`,
+    read on a seeded sample of at most FULL_BATCH_MAX complete training rows as their graphs see
+    them) marked ``left_out``, with a warning naming each; unchanged with fewer than three views or where a
+    training sample lacks a view."""
+    scalers = tuple(scalers)
+    if len(scalers) < 3 or any(missing_rows(np.asarray(v)).any() for v in train):
+        return scalers
+    n = len(train[0])
+    rows = seeded_rows(n, min(n, FULL_BATCH_MAX), seed=seed, stream=7)
+    sample = tuple(np.asarray(v)[rows] for v in train)
+    graph_rows = graph_input_views(scalers, sample) or apply_view_scalers(scalers, sample)
+    relations = view_relations(graph_rows, n_clusters, len(rows), seed=seed)
+    left_out = unrelated_views(relations)
+    for relation in relations:
+        if relation.view in left_out:
+            warnings.warn(
+                f"SpecRaGE: view {relation.view} is left out of the fit: {relation.reason()}. "
+                "transform still takes the view and gives it weight 0; set data.unrelated_views=keep to use it",
+                UserWarning,
+                stacklevel=3,
+            )
+    return leave_out_views(scalers, left_out)
+
+
+def describe_left_out_views(scalers: Sequence[ViewScaler]) -> dict[str, Any]:
+    """The record entry for ``data.unrelated_views`` where a view was left out; empty otherwise."""
+    kept = kept_views(scalers)
+    if len(kept) == len(scalers):
+        return {}
+    return {
+        "data.unrelated_views": {
+            "value": [v for v in range(len(scalers)) if v not in kept],
+            "why": (
+                "left out of the fit: no other view shares their nearest neighbours beyond chance and "
+                "their own kNN graph shows no cluster structure; transform gives them weight 0"
+            ),
+        }
+    }
 
 
 # --- resolve settings ---------------------------------------------------------------------------
@@ -111,6 +169,7 @@ def resolve_settings(
     where views are missing) for the rules that look at the rows (the CLI's runs); False reads
     every training row (the estimator)."""
     described = describe_preprocessing([s.kind for s in scalers], config.data.preprocess)
+    described.update(describe_left_out_views(scalers))
     views_missing = any(missing_rows(v).any() for v in train)
     incomplete = config.train.missing_view_batch_growth > 1 and views_missing
     if not config.unresolved_fields() and not incomplete:

@@ -25,6 +25,7 @@ from specrage_jax.config import ExperimentConfig
 from specrage_jax.data.preprocess import (
     ViewScaler,
     apply_view_scalers,
+    kept_views,
     scaler_from_tree,
 )
 from specrage_jax.nets.embed import embed
@@ -46,15 +47,30 @@ def model_inputs(
     *,
     scalers: Sequence[ViewScaler],
     encoders: Sequence[TrainedNet] | None,
-) -> tuple[np.ndarray, ...]:
-    """Raw views (n, d_v) -> the network's inputs: missing rows (``present`` (n, V) False) zeroed,
-    then the fitted scaling (none when ``scalers`` is empty) and the autoencoder encoders."""
+) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """Raw views (n, d_v) -> (the network's inputs, their presence (n, V')): missing rows
+    (``present`` (n, V) False) zeroed, then the fitted scaling (none when ``scalers`` is empty)
+    and the autoencoder encoders; the views left out at fit (``ViewScaler.left_out``) dropped.
+
+    Raises:
+      ValueError: naming a sample whose only present views were left out at fit.
+    """
     arrays = tuple(np.where(present[:, v, None], x, np.float32(0)) for v, x in enumerate(views))
     if scalers:
         arrays = apply_view_scalers(scalers, arrays)
+        kept = list(kept_views(scalers))
+        if len(kept) < present.shape[1]:
+            orphans = np.flatnonzero(~present[:, kept].any(axis=1))
+            if orphans.size:
+                raise ValueError(
+                    f"X: sample {int(orphans[0])} has only views that were left out at fit "
+                    f"(views {[v for v in range(present.shape[1]) if v not in kept]}, unrelated to the others); "
+                    "it has no view to embed"
+                )
+            present = present[:, kept]
     if encoders:
         arrays = encode_views(encoders, arrays)
-    return tuple(arrays)
+    return tuple(arrays), present
 
 
 def embed_views(
@@ -69,15 +85,20 @@ def embed_views(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(Y (n, k), view weights (n, V)) of raw views, each (n, d_v) with the widths the pipeline
     was fitted on. A view whose row is all NaN, or ``mask`` (n, V) False, is missing for that
-    sample: left out of its fusion (weight 0).
+    sample: left out of its fusion (weight 0); so is a view left out at fit, for every sample.
 
     Raises:
       ValueError: naming the view (partial NaN, infinite values) or the sample with no view.
     """
     arrays = as_view_arrays(views, what=what, allow_missing=True)
     present = view_presence(arrays, mask, what=what)
-    inputs = model_inputs(arrays, present, scalers=scalers, encoders=encoders)
-    return embed(state, inputs, batch_size=batch_size, mask=present)
+    inputs, kept_present = model_inputs(arrays, present, scalers=scalers, encoders=encoders)
+    embedding, weights = embed(state, inputs, batch_size=batch_size, mask=kept_present)
+    if weights.shape[1] == present.shape[1]:
+        return embedding, weights
+    every_view = np.zeros(present.shape, weights.dtype)
+    every_view[:, list(kept_views(scalers))] = weights
+    return embedding, every_view
 
 
 @dataclass(frozen=True)

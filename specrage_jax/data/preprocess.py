@@ -104,7 +104,8 @@ class ViewScaler:
     then with ``sqrt_entries`` each entry to its signed square root; then with
     ``unit_rows_first`` each row to unit L2 norm; then with ``components`` (d, r) the projection
     onto them; then with ``unit_rows`` each row to unit L2 norm. ``kind`` names the recipe it
-    was fitted with."""
+    was fitted with. A ``left_out`` view (``data.unrelated_views``) is checked for its width but
+    not passed on: :func:`apply_view_scalers` returns the other views only."""
 
     offset: np.ndarray
     scale: np.ndarray
@@ -113,6 +114,7 @@ class ViewScaler:
     sqrt_entries: bool = False  # the Hellinger map of compositions (a scaler pickled before it: False)
     components: np.ndarray | None = None
     kind: str = ""
+    left_out: bool = False  # the view takes no part in the fit (a scaler pickled before it: False)
 
     @property
     def in_dim(self) -> int:
@@ -149,7 +151,7 @@ class ViewScaler:
         tree = {
             "offset": np.asarray(self.offset),
             "scale": np.asarray(self.scale),
-            "flags": np.asarray([self.unit_rows, self.unit_rows_first, self.sqrt_entries], np.int32),
+            "flags": np.asarray([self.unit_rows, self.unit_rows_first, self.sqrt_entries, self.left_out], np.int32),
         }
         if self.components is not None:
             tree["components"] = np.asarray(self.components)
@@ -162,12 +164,19 @@ def scaler_from_tree(tree: dict[str, Any], *, default_kind: str) -> ViewScaler:
     offset, scale = np.asarray(tree["offset"]), np.asarray(tree["scale"])
     if "flags" in tree:
         flags = [bool(f) for f in np.asarray(tree["flags"]).ravel()]
-        unit, first, sqrt = flags[0], flags[1], len(flags) > 2 and flags[2]  # two flags: saved before the third
+        unit, first = flags[0], flags[1]
+        sqrt, left_out = len(flags) > 2 and flags[2], len(flags) > 3 and flags[3]  # fewer flags: saved before them
     else:
-        unit, first, sqrt = normalizes_rows(default_kind), False, False
+        unit, first, sqrt, left_out = normalizes_rows(default_kind), False, False, False
     components = np.asarray(tree["components"]) if "components" in tree else None
     return ViewScaler(
-        offset=offset, scale=scale, unit_rows=unit, unit_rows_first=first, sqrt_entries=sqrt, components=components
+        offset=offset,
+        scale=scale,
+        unit_rows=unit,
+        unit_rows_first=first,
+        sqrt_entries=sqrt,
+        components=components,
+        left_out=left_out,
     )
 
 
@@ -244,13 +253,23 @@ def fit_view_scalers(
     )
 
 
+def kept_views(scalers: Sequence[ViewScaler]) -> tuple[int, ...]:
+    """The indices of the views that take part in the fit (not ``left_out``), ascending."""
+    return tuple(v for v, s in enumerate(scalers) if not s.left_out)
+
+
+def leave_out_views(scalers: Sequence[ViewScaler], views: Sequence[int]) -> tuple[ViewScaler, ...]:
+    """``scalers`` with the views ``views`` marked ``left_out``."""
+    return tuple(replace(s, left_out=True) if v in views else s for v, s in enumerate(scalers))
+
+
 def graph_input_views(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...] | None:
-    """The views as ``data.graph_inputs=unreduced`` builds their graphs (:meth:`ViewScaler.unreduced`);
-    None when no scaler projects (the graph then sees the model's inputs)."""
-    if all(s.components is None for s in scalers):
+    """The kept views as ``data.graph_inputs=unreduced`` builds their graphs (:meth:`ViewScaler.unreduced`);
+    None when no kept view's scaler projects (the graph then sees the model's inputs)."""
+    if all(s.components is None for s in scalers if not s.left_out):
         return None
     arrays = _views_to_scale(scalers, views)
-    return tuple(s.unreduced(x) for s, x in zip(scalers, arrays))
+    return tuple(s.unreduced(x) for s, x in zip(scalers, arrays) if not s.left_out)
 
 
 def _views_to_scale(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -262,7 +281,8 @@ def _views_to_scale(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) 
 
 
 def apply_view_scalers(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """Scales view v (m, d_v) with scalers[v]; returns V float32 arrays (m, out_dim of scalers[v])."""
+    """Scales view v (m, d_v) with scalers[v]; returns one float32 array (m, out_dim of scalers[v])
+    per kept view (:func:`kept_views`), after checking every view's width."""
     arrays = _views_to_scale(scalers, views)
     if len(arrays) != len(scalers):
         raise ValueError(f"views to scale: {len(scalers)} scalers for {len(arrays)} views")
@@ -271,4 +291,4 @@ def apply_view_scalers(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray
             raise ValueError(
                 f"views to scale: view {v} has {view.shape[1]} features, its scaler was fitted on {scaler.in_dim}"
             )
-    return tuple(scaler.transform(view) for scaler, view in zip(scalers, arrays))
+    return tuple(scaler.transform(view) for scaler, view in zip(scalers, arrays) if not scaler.left_out)

@@ -457,7 +457,7 @@ def train_and_evaluate(
         what=f"dataset {dataset!r}",
     )
     if report is not None:
-        report(resolved, stage_plan(config, n_train=len(splits.train_labels), n_views=len(data.view_dims)))
+        report(resolved, stage_plan(config, n_train=len(splits.train_labels), n_views=len(splits.train)))
     train_start = time.perf_counter()
     with preemption.watch():  # SIGTERM / SIGINT stop pre-training and training at a step boundary
         pretrained, checkpointer, state, history, fit_seconds = _train_stages(

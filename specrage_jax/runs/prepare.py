@@ -69,7 +69,7 @@ def prepare_splits(
         val_views, val_labels = val.views, val.labels
     else:
         val_views, val_labels = tuple(np.zeros((0, d), np.float32) for d in data.view_dims), data.labels[:0]
-    scaled = preprocess(train.views, val_views, config, rest=test.views)
+    scaled = preprocess(train.views, val_views, config, rest=test.views, n_clusters=data.n_classes, seed=seed)
     return PreparedSplits(
         train=scaled.train,
         val=scaled.val,

@@ -168,7 +168,7 @@ def full_batch_size(n_train: int) -> int:
     return max(1, min(n_train, FULL_BATCH_MAX))
 
 
-def _bottom_normalized_spectrum(w: sp.csr_matrix, count: int) -> np.ndarray:
+def bottom_normalized_spectrum(w: sp.csr_matrix, count: int) -> np.ndarray:
     """The ``count`` smallest eigenvalues of the normalized Laplacian I - D^-1/2 W D^-1/2 of a
     symmetric sparse graph w (n, n), ascending (isolated rows count as their own component)."""
     degrees = np.asarray(w.sum(axis=1)).ravel()
@@ -245,10 +245,10 @@ def neighbor_count_and_graph(
     graphs: dict[int, sp.csr_matrix] = {}
     agreement = math.nan
     if candidates and n_clusters < m - 1:
-        neighbors = _present_neighbor_lists(views, rows, max(candidates), distinct=distinct)
+        neighbors = present_neighbor_lists(views, rows, max(candidates), distinct=distinct)
         for l in candidates:
-            graphs[l] = _mean_graph(neighbors, m, l)
-            scores[l] = eigengap_score(_bottom_normalized_spectrum(graphs[l], n_clusters + 1), n_clusters)
+            graphs[l] = mean_graph(neighbors, m, l)
+            scores[l] = eigengap_score(bottom_normalized_spectrum(graphs[l], n_clusters + 1), n_clusters)
         agreement = view_neighbor_agreement(neighbors, m, AGREEMENT_NEIGHBORS)
     chosen = choose_neighbor_count(scores, agreement)
     if chosen is None:
@@ -262,7 +262,7 @@ def view_neighbor_agreement(neighbors: NeighborLists, m: int, l: int) -> float:
     neighbourhoods, about l / m for unrelated views. NaN with fewer than two views.
 
     neighbors: per view (present positions in the m-row batch, squared distances, indices into
-    the present rows), as :func:`_present_neighbor_lists` gives them."""
+    the present rows), as :func:`present_neighbor_lists` gives them."""
     lists = []
     for present, _, idx in neighbors:
         if idx.shape[1] < l:
@@ -298,7 +298,7 @@ def seeded_rows(n: int, m: int, *, seed: int, stream: int) -> np.ndarray:
 NeighborLists = list[tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-def _present_neighbor_lists(
+def present_neighbor_lists(
     views: Sequence[np.ndarray], rows: np.ndarray, l: int, *, distinct: bool = True
 ) -> NeighborLists:
     """Per view with more than one present row among ``rows``: (its present positions in the
@@ -315,7 +315,7 @@ def _present_neighbor_lists(
     return lists
 
 
-def _mean_graph(neighbors: NeighborLists, m: int, l: int) -> sp.csr_matrix:
+def mean_graph(neighbors: NeighborLists, m: int, l: int) -> sp.csr_matrix:
     """The mean over views of the l-NN Gaussian graphs (the training rule) as one (m, m) graph."""
     graphs = [
         _graph_among(present, m, sparse_gaussian_graph(d2[:, :l], idx[:, :l], sigma_neighbor=min(l, idx.shape[1])))
@@ -329,10 +329,10 @@ def batch_eigengap(
 ) -> float:
     """The relative eigengap lambda_k+1 / lambda_k (:func:`eigengap_score`) of the mean l-NN
     graph of the batch ``rows``, each view's graph among the rows that have it."""
-    neighbors = _present_neighbor_lists(views, rows, l, distinct=distinct)
+    neighbors = present_neighbor_lists(views, rows, l, distinct=distinct)
     if not neighbors or n_clusters >= len(rows) - 1:
         return -math.inf
-    return eigengap_score(_bottom_normalized_spectrum(_mean_graph(neighbors, len(rows), l), n_clusters + 1), n_clusters)
+    return eigengap_score(bottom_normalized_spectrum(mean_graph(neighbors, len(rows), l), n_clusters + 1), n_clusters)
 
 
 def batch_for_missing_views(
@@ -472,10 +472,10 @@ def batch_component_count(
     ``batch_rows`` training rows that the choice of l reads (views (n, d_v), NaN rows missing)."""
     n = views[0].shape[0]
     rows = seeded_rows(n, max(2, min(batch_rows, n)), seed=seed, stream=5)
-    neighbors = _present_neighbor_lists(views, rows, max(1, min(l, len(rows) - 1)), distinct=distinct)
+    neighbors = present_neighbor_lists(views, rows, max(1, min(l, len(rows) - 1)), distinct=distinct)
     if not neighbors:
         return n_clusters, {}
-    return component_count(_mean_graph(neighbors, len(rows), max(1, min(l, len(rows) - 1))), n_clusters, seed=seed)
+    return component_count(mean_graph(neighbors, len(rows), max(1, min(l, len(rows) - 1))), n_clusters, seed=seed)
 
 
 def partition_ncut(w: sp.spmatrix, labels: np.ndarray, n_clusters: int) -> float:

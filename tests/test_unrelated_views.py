@@ -1,0 +1,137 @@
+"""Views unrelated to the others (``data.unrelated_views=leave_out``): the rule on its own, and an
+estimator fitted with a view of noise, which it leaves out of the fit but still takes in
+transform, predict, score, view_weights, pickling and save/load."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from specrage_jax import SpecRaGE
+from specrage_jax.data import make_blobs_views
+from specrage_jax.evaluation.metrics import clustering_accuracy
+from specrage_jax.training.defaults import present_neighbor_lists
+from specrage_jax.training.unrelated_views import (
+    DETECTABLE_Z,
+    INDEPENDENCE_Z,
+    ViewRelation,
+    neighbor_overlap_z,
+    unrelated_views,
+    view_relations,
+)
+
+SMALL = dict(
+    n_clusters=5, n_neighbors=5, batch_size=64, max_epochs=2, view_hidden=(32,), weighting_hidden=(8,), random_state=0
+)
+
+
+def _blobs(n: int = 300) -> tuple[list[np.ndarray], np.ndarray]:
+    data = make_blobs_views(n_samples=n, seed=0)
+    return [np.asarray(v, np.float64) for v in data.views], data.labels
+
+
+def _noise(n: int, width: int = 20, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, width))
+
+
+def test_overlap_z_is_large_for_shared_neighbours_and_near_zero_for_independent_views():
+    views, _ = _blobs()
+    m = views[0].shape[0]
+    lists = present_neighbor_lists([views[0], views[1], _noise(m), _noise(m, seed=2)], np.arange(m), 10)
+    assert neighbor_overlap_z(lists, m, 0, 1) > 50  # a rotation keeps every neighbour
+    assert abs(neighbor_overlap_z(lists, m, 2, 3)) < INDEPENDENCE_Z
+    assert abs(neighbor_overlap_z(lists, m, 0, 2)) < INDEPENDENCE_Z
+
+
+def test_a_view_of_noise_is_unrelated_and_the_related_views_are_not():
+    views, _ = _blobs()
+    m = views[0].shape[0]
+    relations = view_relations([*views, _noise(m)], 5, m, seed=0)
+    assert [r.view for r in relations] == [0, 1, 2]
+    assert [r.unrelated for r in relations] == [False, False, True]
+    assert unrelated_views(relations) == (2,)
+    assert relations[2].own_eigengap < 1.1 and "eigengap" in relations[2].reason()
+
+
+def test_a_view_with_clusters_of_its_own_is_kept_even_when_no_other_view_shares_them():
+    """Blobs of other samples (the rows shuffled): no shared neighbourhoods, but a clear 5-way
+    split of its own, as a narrow informative view beside noisier views has."""
+    views, _ = _blobs()
+    m = views[0].shape[0]
+    shuffled = views[0][np.random.default_rng(3).permutation(m)]
+    relations = view_relations([*views, shuffled], 5, m, seed=0)
+    assert relations[2].overlap_z < INDEPENDENCE_Z  # unrelated neighbourhoods ...
+    assert not relations[2].unrelated  # ... but structure of its own
+    assert unrelated_views(relations) == ()
+
+
+def test_never_every_view_and_not_with_two_views():
+    every = (ViewRelation(0, 0.0, 20.0, 1.0), ViewRelation(1, 0.5, 20.0, 1.01), ViewRelation(2, 0.1, 20.0, 1.0))
+    assert all(r.unrelated for r in every) and unrelated_views(every) == ()
+    views, _ = _blobs(60)
+    assert view_relations([views[0], _noise(60)], 5, 60) == ()  # two views: no reference pair
+
+
+def test_nothing_is_left_out_where_the_other_views_show_no_clear_relation_either():
+    """Few rows: the related views' overlap z stays under DETECTABLE_Z, so a low z says nothing."""
+    weak = ViewRelation(view=2, overlap_z=0.5, others_z=DETECTABLE_Z - 0.1, own_eigengap=1.0)
+    assert not weak.unrelated
+    assert ViewRelation(view=2, overlap_z=0.5, others_z=DETECTABLE_Z, own_eigengap=1.0).unrelated
+
+
+@pytest.fixture(scope="module")
+def with_noise_view():
+    views, labels = _blobs()
+    views = [*views, _noise(len(labels))]
+    with pytest.warns(UserWarning, match="view 2 is left out of the fit"):
+        est = SpecRaGE(**SMALL).fit(views)
+    return est, views, labels
+
+
+def test_the_estimator_leaves_the_noise_view_out_and_still_takes_it(with_noise_view):
+    est, views, labels = with_noise_view
+    assert est.resolved_defaults_["data.unrelated_views"]["value"] == [2]
+    assert [s.left_out for s in est.scalers_] == [False, False, True]
+    assert est.view_dims_ == (2, 2, 20)
+    embedding = est.transform(views)
+    assert embedding.shape == (len(labels), 5)
+    weights = est.view_weights(views)
+    assert weights.shape == (len(labels), 3)
+    np.testing.assert_array_equal(weights[:, 2], 0.0)
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=1e-5)
+    assert clustering_accuracy(labels, est.predict(views)) > 0.9
+    assert np.isfinite(est.score(views))
+    # the left-out view's values do not matter, but its width still does
+    other = [views[0], views[1], _noise(len(labels), seed=9)]
+    np.testing.assert_array_equal(est.transform(other), embedding)
+    with pytest.raises(ValueError, match="view 2"):
+        est.transform([views[0], views[1], views[2][:, :5]])
+
+
+def test_a_sample_with_only_the_left_out_view_gets_a_clear_error(with_noise_view):
+    est, views, _ = with_noise_view
+    mask = np.ones((3, 3), bool)
+    mask[1, :2] = False
+    with pytest.raises(ValueError, match="sample 1 has only views that were left out"):
+        est.transform([v[:3] for v in views], mask=mask)
+
+
+def test_pickle_and_save_load_keep_the_left_out_view(with_noise_view, tmp_path):
+    est, views, _ = with_noise_view
+    expected = est.transform(views)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).transform(views), expected)
+    est.save(tmp_path / "model")
+    loaded = SpecRaGE.load(tmp_path / "model")
+    assert [s.left_out for s in loaded.scalers_] == [False, False, True]
+    np.testing.assert_array_equal(loaded.transform(views), expected)
+    np.testing.assert_array_equal(loaded.view_weights(views), est.view_weights(views))
+
+
+def test_keep_uses_every_view():
+    views, labels = _blobs()
+    est = SpecRaGE(**SMALL, config_overrides=["data.unrelated_views=keep"]).fit([*views, _noise(len(labels))])
+    assert "data.unrelated_views" not in est.resolved_defaults_
+    assert not any(s.left_out for s in est.scalers_)
+    assert np.all(est.view_weights([*views, _noise(len(labels))])[:, 2] > 0)
