@@ -135,3 +135,28 @@ def test_keep_uses_every_view():
     assert "data.unrelated_views" not in est.resolved_defaults_
     assert not any(s.left_out for s in est.scalers_)
     assert np.all(est.view_weights([*views, _noise(len(labels))])[:, 2] > 0)
+
+
+def test_a_cli_run_leaves_the_noise_view_out_records_it_and_its_model_embeds_every_view(tmp_path):
+    """`specrage train --dataset file:...` resolves the same rule on its training split; the
+    saved model, opened with SpecRaGE.load, takes all three views."""
+    from specrage_jax.config import ExperimentConfig
+    from specrage_jax.overrides import apply_overrides
+    from specrage_jax.runs.experiment import run_experiment
+
+    views, labels = _blobs()
+    path = tmp_path / "noisy.npz"
+    np.savez(path, view_0=views[0], view_1=views[1], view_2=_noise(len(labels)), labels=labels)
+    config = apply_overrides(
+        ExperimentConfig.auto(),
+        ["graph.n_neighbors=5", "train.epochs=2", "model.view_hidden=32", "model.weighting_hidden=8"],
+    )
+    with pytest.warns(UserWarning, match="view 2 is left out of the fit"):
+        result = run_experiment(f"file:{path}", config, seed=0, out_dir=tmp_path / "run", figure=False)
+    assert result["resolved_defaults"]["data.unrelated_views"]["value"] == [2]
+    weights = result["test"]["mean_view_weights"]
+    assert len(weights) == 3 and weights[2] == 0.0
+    loaded = SpecRaGE.load(tmp_path / "run" / "model")
+    embedded = loaded.view_weights([v[:10] for v in [*views, _noise(len(labels))]])
+    assert embedded.shape == (10, 3)
+    np.testing.assert_array_equal(embedded[:, 2], 0.0)

@@ -27,6 +27,7 @@ from specrage_jax.data.preprocess import (
     apply_view_scalers,
     kept_views,
     scaler_from_tree,
+    with_left_out_views,
 )
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.netstate import TrainedNet
@@ -94,11 +95,7 @@ def embed_views(
     present = view_presence(arrays, mask, what=what)
     inputs, kept_present = model_inputs(arrays, present, scalers=scalers, encoders=encoders)
     embedding, weights = embed(state, inputs, batch_size=batch_size, mask=kept_present)
-    if weights.shape[1] == present.shape[1]:
-        return embedding, weights
-    every_view = np.zeros(present.shape, weights.dtype)
-    every_view[:, list(kept_views(scalers))] = weights
-    return embedding, every_view
+    return embedding, with_left_out_views(weights, scalers)
 
 
 @dataclass(frozen=True)

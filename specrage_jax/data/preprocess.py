@@ -258,6 +258,16 @@ def kept_views(scalers: Sequence[ViewScaler]) -> tuple[int, ...]:
     return tuple(v for v, s in enumerate(scalers) if not s.left_out)
 
 
+def with_left_out_views(weights: np.ndarray, scalers: Sequence[ViewScaler]) -> np.ndarray:
+    """Per-sample view weights of the kept views (n, V') -> (n, V): a left-out view's weight is 0.
+    Unchanged where no scaler is given or none is left out."""
+    if not scalers or weights.shape[1] == len(scalers):
+        return weights
+    every_view = np.zeros((weights.shape[0], len(scalers)), weights.dtype)
+    every_view[:, list(kept_views(scalers))] = weights
+    return every_view
+
+
 def leave_out_views(scalers: Sequence[ViewScaler], views: Sequence[int]) -> tuple[ViewScaler, ...]:
     """``scalers`` with the views ``views`` marked ``left_out``."""
     return tuple(replace(s, left_out=True) if v in views else s for v, s in enumerate(scalers))

@@ -33,6 +33,7 @@ from specrage_jax.api.pipeline import save_inference_model
 from specrage_jax.config import ExperimentConfig
 from specrage_jax.data import MultiViewData, load_dataset
 from specrage_jax.data.lazy import StreamedViews
+from specrage_jax.data.preprocess import with_left_out_views
 from specrage_jax.data.registry import dataset_rows, open_streamed_dataset, parse_dataset_name
 from specrage_jax.evaluation.health import HealthReport
 from specrage_jax.evaluation.metrics import accuracy_by_views, cluster_scores, svm_metrics
@@ -148,7 +149,7 @@ def evaluate_state(
     y_train, _ = embed(state, select_rows(splits.train, svm_rows), batch_size=batch)
     train_labels = splits.train_labels if svm_rows is None else splits.train_labels[svm_rows]
     test = pipeline.embed_rows(state, splits.test, config)
-    y_test, alpha_test = test.embedding, test.view_weights
+    y_test, alpha_test = test.embedding, with_left_out_views(test.view_weights, splits.scalers)
     rows = slice(None) if kmeans_rows is None else kmeans_rows
     kmeans_labels = splits.test_labels[rows]
     n_clusters = split_clusters(splits)
