@@ -81,9 +81,14 @@ def test_nothing_is_left_out_where_the_other_views_show_no_clear_relation_either
     assert ViewRelation(view=2, overlap_z=0.5, others_z=DETECTABLE_Z, own_eigengap=1.0).unrelated
 
 
+# A noise view's best eigengap over the candidate l is noisy on small batches (8 noise seeds, blobs:
+# 1.056-1.105 on 216 rows, 1.025-1.065 on 432), so the fits here use 600 samples.
+FIT_SAMPLES = 600
+
+
 @pytest.fixture(scope="module")
 def with_noise_view():
-    views, labels = _blobs()
+    views, labels = _blobs(FIT_SAMPLES)
     views = [*views, _noise(len(labels))]
     with pytest.warns(UserWarning, match="view 2 is left out of the fit"):
         est = SpecRaGE(**SMALL).fit(views)
@@ -130,7 +135,7 @@ def test_pickle_and_save_load_keep_the_left_out_view(with_noise_view, tmp_path):
 
 
 def test_keep_uses_every_view():
-    views, labels = _blobs()
+    views, labels = _blobs(FIT_SAMPLES)
     est = SpecRaGE(**SMALL, config_overrides=["data.unrelated_views=keep"]).fit([*views, _noise(len(labels))])
     assert "data.unrelated_views" not in est.resolved_defaults_
     assert not any(s.left_out for s in est.scalers_)
@@ -144,9 +149,13 @@ def test_a_cli_run_leaves_the_noise_view_out_records_it_and_its_model_embeds_eve
     from specrage_jax.overrides import apply_overrides
     from specrage_jax.runs.experiment import run_experiment
 
-    views, labels = _blobs()
+    views, labels = _blobs(FIT_SAMPLES)
     path = tmp_path / "noisy.npz"
-    np.savez(path, view_0=views[0], view_1=views[1], view_2=_noise(len(labels)), labels=labels)
+    # On this run's 432 training rows the noise of seed 1 happens to share 3.1 standard deviations
+    # more neighbours with view 1 than relabelled rows do (a chance excess: over 30 noise seeds the
+    # overlap z has mean -0.1, std 1.1), so this run takes the next draw.
+    noise = _noise(len(labels), seed=2)
+    np.savez(path, view_0=views[0], view_1=views[1], view_2=noise, labels=labels)
     config = apply_overrides(
         ExperimentConfig.auto(),
         ["graph.n_neighbors=5", "train.epochs=2", "model.view_hidden=32", "model.weighting_hidden=8"],
@@ -157,6 +166,6 @@ def test_a_cli_run_leaves_the_noise_view_out_records_it_and_its_model_embeds_eve
     weights = result["test"]["mean_view_weights"]
     assert len(weights) == 3 and weights[2] == 0.0
     loaded = SpecRaGE.load(tmp_path / "run" / "model")
-    embedded = loaded.view_weights([v[:10] for v in [*views, _noise(len(labels))]])
+    embedded = loaded.view_weights([v[:10] for v in [*views, noise]])
     assert embedded.shape == (10, 3)
     np.testing.assert_array_equal(embedded[:, 2], 0.0)
