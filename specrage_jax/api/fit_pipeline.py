@@ -77,21 +77,22 @@ def preprocess(
     config: ExperimentConfig,
     *,
     rest: Sequence[Any] = (),
-    n_clusters: int = 0,
-    seed: int = 0,
+    n_clusters: int,
+    seed: int,
 ) -> Scaled:
     """Per-view scalers (``data.preprocess``) fitted on ``train`` (V arrays (n_train, d_v), NaN rows
     for missing views) and applied to ``train``, ``val`` and ``rest``; and the views' rows
     before any SVD projection (None when no scaler projects). With
-    ``data.unrelated_views=leave_out`` and ``n_clusters`` given, the views
-    :func:`leave_out_unrelated_views` finds unrelated are left out of every array returned."""
+    ``data.unrelated_views=leave_out``, the views :func:`leave_out_unrelated_views` finds
+    unrelated (for ``n_clusters`` clusters, on a sample drawn with ``seed``) are left out of every
+    array returned."""
     scalers = fit_view_scalers(
         train,
         config.data.preprocess,
         svd_components=config.data.svd_components,
         sparse_below=config.data.sparse_below,
     )
-    if config.data.unrelated_views == "leave_out" and n_clusters:
+    if config.data.unrelated_views == "leave_out":
         scalers = leave_out_unrelated_views(scalers, train, n_clusters, seed=seed)
     unreduced_train = graph_input_views(scalers, train)
     return Scaled(
@@ -120,7 +121,7 @@ def leave_out_unrelated_views(
     rows = seeded_rows(n, min(n, FULL_BATCH_MAX), seed=seed, stream=7)
     sample = tuple(np.asarray(v)[rows] for v in train)
     graph_rows = graph_input_views(scalers, sample) or apply_view_scalers(scalers, sample)
-    relations = view_relations(graph_rows, n_clusters, len(rows), seed=seed)
+    relations = view_relations(graph_rows, n_clusters, seed=seed)
     left_out = unrelated_views(relations)
     for relation in relations:
         if relation.view in left_out:
