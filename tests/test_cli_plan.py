@@ -37,6 +37,11 @@ def test_the_plan_lists_every_stage_with_its_bound():
         "the view nets for the first 100, then the weighting net alone"
         in format_plan(stage_plan(frozen, n_train=14400, n_views=2))[2]
     )
+    at_plateau = dataclasses.replace(frozen, train=dataclasses.replace(frozen.train, view_net_steps=-2))
+    assert (
+        "the view nets until the first learning-rate drop, then the weighting net alone"
+        in format_plan(stage_plan(at_plateau, n_train=14400, n_views=2))[2]
+    )
 
 
 @pytest.mark.slow  # CLI runs: ~14 s; the default suite is at its time budget

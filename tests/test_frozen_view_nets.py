@@ -12,17 +12,25 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from specrage_jax.config import ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, TrainConfig
+from specrage_jax.config import (
+    VIEW_NETS_UNTIL_PLATEAU,
+    ExperimentConfig,
+    GraphConfig,
+    ModelConfig,
+    OrthoConfig,
+    TrainConfig,
+)
 from specrage_jax.nets.state import create_state, in_view_nets
+from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.loop import train_loop, whole_set_batch
 from specrage_jax.training.steps import Batch, frozen_view_outputs, full_batch_epoch, train_step
 
 GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")
 
 
-def small_state(fusion: str = "weighting"):
+def small_state(fusion: str = "weighting", learning_rate: float = 1e-2):
     model = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0, fusion=fusion)
-    return create_state([2, 3], model, GRAPH, OrthoConfig(), learning_rate=1e-2, seed=0)
+    return create_state([2, 3], model, GRAPH, OrthoConfig(), learning_rate=learning_rate, seed=0)
 
 
 def clustered_views(n: int, seed: int) -> list[np.ndarray]:
@@ -119,7 +127,61 @@ def test_the_data_aware_defaults_leave_the_freeze_to_the_data_and_the_presets_do
     assert "train.view_net_steps" in ExperimentConfig.auto().unresolved_fields()
     assert ExperimentConfig().train.view_net_steps == 0
     with pytest.raises(ValueError, match="view_net_steps"):
-        TrainConfig(view_net_steps=-2)
+        TrainConfig(view_net_steps=-3)
     train, val = clustered_views(60, 2), clustered_views(30, 3)
     with pytest.raises(ValueError, match="train.view_net_steps=-1 means 'resolved from the data'"):
         train_loop(small_state(), train, val, TrainConfig(epochs=1, view_net_steps=-1, progress=False), seed=0)
+
+
+UNTIL_PLATEAU = TrainConfig(
+    epochs=8,
+    batch_size=60,
+    steps_per_epoch=4,
+    learning_rate=3e-2,  # the validation loss of these sets stalls within 8 epochs at this rate
+    lr_patience=0,
+    min_lr=1e-9,
+    progress=False,
+    view_net_steps=VIEW_NETS_UNTIL_PLATEAU,
+)
+
+
+def test_until_plateau_the_view_nets_stop_at_the_first_learning_rate_drop():
+    train, val = clustered_views(60, 2), clustered_views(30, 3)
+    epochs: list[tuple[float, list[np.ndarray], list[np.ndarray]]] = []
+    start = small_state(learning_rate=UNTIL_PLATEAU.learning_rate)
+    initial = split_params(start.params)  # the loop donates the state's buffers
+    train_loop(
+        start,
+        train,
+        val,
+        UNTIL_PLATEAU,
+        seed=0,
+        on_epoch_end=lambda state, record: epochs.append((record.learning_rate, *split_params(state.params))),
+    )
+    assert epochs[0][0] == UNTIL_PLATEAU.learning_rate
+    assert any(lr < UNTIL_PLATEAU.learning_rate for lr, _, _ in epochs)  # the schedule lowered the rate
+    states = [(UNTIL_PLATEAU.learning_rate, *initial), *epochs]
+    for (_, view_before, rest_before), (lr, view, rest) in zip(states, states[1:]):
+        if lr < UNTIL_PLATEAU.learning_rate:  # an epoch at the lowered rate: the view nets stay as they were
+            assert_same(view_before, view)
+            assert changed(rest_before, rest)  # the fusion still trains
+        else:
+            assert changed(view_before, view)
+
+
+def changed(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    return any(not np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_until_plateau_a_resumed_run_freezes_where_the_uninterrupted_run_did(tmp_path):
+    train, val = clustered_views(60, 2), clustered_views(30, 3)
+    full, history_full = train_loop(small_state(learning_rate=UNTIL_PLATEAU.learning_rate), train, val, UNTIL_PLATEAU, seed=0)
+    first_drop = next(r.epoch for r in history_full.epochs if r.learning_rate < UNTIL_PLATEAU.learning_rate)
+    model = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
+    with TrainingCheckpointer(tmp_path / "ck", every_epochs=1, keep=10, model_config=model) as ckpt:
+        train_loop(small_state(learning_rate=UNTIL_PLATEAU.learning_rate), train, val, UNTIL_PLATEAU, seed=0, checkpointer=ckpt)
+        restored = ckpt.restore(first_drop + 1, small_state(learning_rate=UNTIL_PLATEAU.learning_rate))  # saved after the first frozen epoch
+    state, _ = train_loop(restored.state, train, val, UNTIL_PLATEAU, seed=0, resume=restored.progress)
+    for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(full.params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_array_equal(np.asarray(state.r_inv), np.asarray(full.r_inv))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from specrage_jax.config import ExperimentConfig
+from specrage_jax.config import VIEW_NETS_UNTIL_PLATEAU, ExperimentConfig
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,8 @@ def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple
 
 def frozen_view_nets_note(view_net_steps: int) -> str:
     """What the plan says of ``train.view_net_steps``: nothing when the view nets train throughout."""
+    if view_net_steps == VIEW_NETS_UNTIL_PLATEAU:
+        return "the view nets until the first learning-rate drop, then the weighting net alone"
     if view_net_steps <= 0:
         return ""
     return f"the view nets for the first {view_net_steps:,}, then the weighting net alone"

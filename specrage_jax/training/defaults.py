@@ -30,6 +30,7 @@ from specrage_jax.config import (
     AUTO_COMPONENTS,
     AUTO_VIEW_NET_STEPS,
     AUTO_WIDTHS,
+    VIEW_NETS_UNTIL_PLATEAU,
     ExperimentConfig,
     SiameseConfig,
 )
@@ -53,7 +54,6 @@ AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of thei
 AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 ZERO_EIGENVALUE = 1e-8  # normalized-Laplacian eigenvalues below this count as 0 (a component)
 STEP_BUDGET = 400  # gradient steps of a run (at least; an epoch is never cut short)
-WHOLE_SET_VIEW_NET_STEPS = 100  # whole-set steps the view nets train for; the weighting net takes the budget
 MIN_STEPS_PER_EPOCH = 10  # small sets: an "epoch" of the schedule is this many full-batch steps
 WIDTHS_BY_ROWS = (  # (below this many training rows, per-view MLP widths)
     (1500, (512, 512, 256)),
@@ -773,10 +773,10 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             train,
             view_net_steps=choose(
                 "train.view_net_steps",
-                WHOLE_SET_VIEW_NET_STEPS if whole else 0,
-                f"the whole training set is one batch: from the solved start the view nets reach their accuracy "
-                f"in {WHOLE_SET_VIEW_NET_STEPS} steps, then only the weighting net and R^-1 train, on the frozen "
-                f"nets' outputs"
+                VIEW_NETS_UNTIL_PLATEAU if whole else 0,
+                "the whole training set is one batch: the view nets train until their validation loss stops "
+                "improving (the plateau schedule's first learning-rate drop), then only the weighting net and "
+                "R^-1 train, on the frozen nets' outputs"
                 if whole
                 else "mini-batches: the view nets train throughout",
             ),

@@ -22,7 +22,7 @@ import numpy as np
 from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
-from specrage_jax.config import ExperimentConfig, GraphConfig, TrainConfig, unresolved_message
+from specrage_jax.config import VIEW_NETS_UNTIL_PLATEAU, ExperimentConfig, GraphConfig, TrainConfig, unresolved_message
 from specrage_jax.data.lazy import check_streamed_views, is_streamed, streamed_mask
 from specrage_jax.nets.state import SpecRaGEState, in_view_nets
 from specrage_jax.ops.affinity import nearest_neighbors, neighbor_sq_distances
@@ -421,7 +421,7 @@ def train_loop(
         for epoch in bar:
             start = time.perf_counter()
             first = resume.steps_done if resume is not None and epoch == start_epoch else 0
-            frozen = view_nets_frozen(config, history.steps)
+            frozen = view_nets_frozen(config, history.steps, lr)
             if frozen and not has_fusion_parameters(state):
                 history.stop_reason = (
                     f"the view nets stopped training after {history.steps} steps (train.view_net_steps) "
@@ -494,9 +494,13 @@ def train_loop(
     return state, history
 
 
-def view_nets_frozen(config: TrainConfig, steps_done: int) -> bool:
+def view_nets_frozen(config: TrainConfig, steps_done: int, learning_rate: float) -> bool:
     """Whether the next epoch trains with the view nets frozen: ``train.view_net_steps`` > 0 and
-    that many gradient steps done (so a resumed run freezes them at the same epoch)."""
+    that many gradient steps done, or ``VIEW_NETS_UNTIL_PLATEAU`` and the learning rate already
+    lowered by the plateau schedule. Both are read from the run's progress, so a resumed run
+    freezes them at the same epoch."""
+    if config.view_net_steps == VIEW_NETS_UNTIL_PLATEAU:
+        return learning_rate < config.learning_rate
     return 0 < config.view_net_steps <= steps_done
 
 
