@@ -38,7 +38,7 @@ PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "
 AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.training.defaults)
 AUTO_MIN_LR = 1e-5  # the defaults stop at two decades below the default rate (two plateaus); presets at 1e-8
 AUTO_VIEW_NET_STEPS = -1  # train.view_net_steps resolved at fit (training.defaults)
-VIEW_NETS_UNTIL_PLATEAU = -2  # train.view_net_steps: the view nets train until the first learning-rate drop
+VIEW_NETS_UNTIL_PLATEAU = -2  # train.view_net_steps: the view nets train until the watched loss stalls
 
 
 @dataclass(frozen=True)
@@ -252,8 +252,11 @@ class TrainConfig:
         "gradient steps after which the view nets stop training (checked between epochs); the "
         "fusion's parameters (the weighting net) and R^-1 go on training on their outputs until the "
         "schedule ends the run, without the view nets' forward and backward passes where the whole "
-        "training set is one batch. 0: the view nets train throughout; -2: until the plateau schedule "
-        "first lowers the learning rate (their validation loss stopped improving); -1: from the data",
+        "training set is one batch. 0: the view nets train throughout; -2: until the loss the schedule "
+        "watches has not improved for train.view_net_patience epochs (or the learning rate dropped); -1: from the data",
+    )
+    view_net_patience: int = _f(
+        3, "train.view_net_steps=-2: epochs without improvement of the watched loss after which the view nets freeze"
     )
     progress: bool = _f(True, "show a per-epoch progress bar")
     data_on_device: bool = _f(
@@ -267,10 +270,12 @@ class TrainConfig:
             _check_positive("train", name, getattr(self, name))
         if self.missing_view_batch_growth < 1:
             raise ValueError(f"train.missing_view_batch_growth must be >= 1, got {self.missing_view_batch_growth}")
+        if self.view_net_patience < 1:
+            raise ValueError(f"train.view_net_patience must be >= 1, got {self.view_net_patience}")
         if min(self.epochs, self.batch_size, self.steps_per_epoch, self.lr_patience, self.view_net_steps + 2) < 0:
             raise ValueError(
                 "train.epochs and train.batch_size must be >= 1 (0: from the data), "
-                "train.steps_per_epoch and train.lr_patience >= 0, train.view_net_steps >= 0 (-1: from the data, -2: until the first learning-rate drop)"
+                "train.steps_per_epoch and train.lr_patience >= 0, train.view_net_steps >= 0 (-1: from the data, -2: until the watched loss stalls)"
             )
 
 

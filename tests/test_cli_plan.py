@@ -39,7 +39,7 @@ def test_the_plan_lists_every_stage_with_its_bound():
     )
     at_plateau = dataclasses.replace(frozen, train=dataclasses.replace(frozen.train, view_net_steps=-2))
     assert (
-        "the view nets until the first learning-rate drop, then the weighting net alone"
+        "the view nets until their loss stalls, then the weighting net alone"
         in format_plan(stage_plan(at_plateau, n_train=14400, n_views=2))[2]
     )
 

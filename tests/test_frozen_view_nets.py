@@ -23,6 +23,7 @@ from specrage_jax.config import (
 from specrage_jax.nets.state import create_state, in_view_nets
 from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.loop import train_loop, whole_set_batch
+from specrage_jax.training.schedule import stalls
 from specrage_jax.training.steps import Batch, frozen_view_outputs, full_batch_epoch, train_step
 
 GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")
@@ -138,33 +139,53 @@ UNTIL_PLATEAU = TrainConfig(
     batch_size=60,
     steps_per_epoch=4,
     learning_rate=3e-2,  # the validation loss of these sets stalls within 8 epochs at this rate
-    lr_patience=0,
     min_lr=1e-9,
     progress=False,
     view_net_steps=VIEW_NETS_UNTIL_PLATEAU,
 )
+RATE_DROPS_FIRST = dataclasses.replace(UNTIL_PLATEAU, lr_patience=0, view_net_patience=3)
+LOSS_STALLS_FIRST = dataclasses.replace(UNTIL_PLATEAU, lr_patience=100, view_net_patience=1)
 
 
-def test_until_plateau_the_view_nets_stop_at_the_first_learning_rate_drop():
+def test_stalls_finds_a_run_of_epochs_without_improvement():
+    assert stalls([3.0, 2.0, 2.5, 1.0], 1)
+    assert not stalls([3.0, 2.0, 1.0], 1)
+    assert not stalls([3.0, 2.0, 2.5, 1.0, 1.5], 2)  # an improvement ends the run
+    assert stalls([3.0, 2.0, 2.0, 2.0], 2)  # no better than the best counts as a bad epoch
+    assert not stalls([], 1)
+
+
+def first_stalled_epoch(losses: list[float]) -> int:
+    """The first epoch whose loss is no better than the best before it (patience 1)."""
+    return next(e for e in range(1, len(losses)) if losses[e] >= min(losses[:e]) * (1 - 1e-4))
+
+
+@pytest.mark.parametrize("config", [RATE_DROPS_FIRST, LOSS_STALLS_FIRST], ids=["rate-drops", "loss-stalls"])
+def test_until_plateau_the_view_nets_stop_once_the_watched_loss_stalls(config):
     train, val = clustered_views(60, 2), clustered_views(30, 3)
-    epochs: list[tuple[float, list[np.ndarray], list[np.ndarray]]] = []
-    start = small_state(learning_rate=UNTIL_PLATEAU.learning_rate)
+    epochs: list[tuple[float, float, list[np.ndarray], list[np.ndarray]]] = []
+    start = small_state(learning_rate=config.learning_rate)
     initial = split_params(start.params)  # the loop donates the state's buffers
     train_loop(
         start,
         train,
         val,
-        UNTIL_PLATEAU,
+        config,
         seed=0,
-        on_epoch_end=lambda state, record: epochs.append((record.learning_rate, *split_params(state.params))),
+        on_epoch_end=lambda state, r: epochs.append((r.learning_rate, r.val_loss, *split_params(state.params))),
     )
-    assert epochs[0][0] == UNTIL_PLATEAU.learning_rate
-    assert any(lr < UNTIL_PLATEAU.learning_rate for lr, _, _ in epochs)  # the schedule lowered the rate
-    states = [(UNTIL_PLATEAU.learning_rate, *initial), *epochs]
-    for (_, view_before, rest_before), (lr, view, rest) in zip(states, states[1:]):
-        if lr < UNTIL_PLATEAU.learning_rate:  # an epoch at the lowered rate: the view nets stay as they were
+    if config is RATE_DROPS_FIRST:  # frozen from the first epoch at the lowered rate
+        frozen = [lr < config.learning_rate for lr, *_ in epochs]
+    else:  # the rate never drops: frozen from the epoch after the first that did not improve
+        assert all(lr == config.learning_rate for lr, *_ in epochs)
+        stalled = first_stalled_epoch([loss for _, loss, *_ in epochs])
+        frozen = [e > stalled for e in range(len(epochs))]
+    assert any(frozen) and not all(frozen)
+    params = [initial, *[(view, rest) for _, _, view, rest in epochs]]
+    for (view_before, rest_before), (view, rest), is_frozen in zip(params, params[1:], frozen):
+        if is_frozen:  # the view nets stay as they were, the fusion still trains
             assert_same(view_before, view)
-            assert changed(rest_before, rest)  # the fusion still trains
+            assert changed(rest_before, rest)
         else:
             assert changed(view_before, view)
 
@@ -174,14 +195,17 @@ def changed(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
 
 
 def test_until_plateau_a_resumed_run_freezes_where_the_uninterrupted_run_did(tmp_path):
+    """The stall is read from the resumed run's history: restored after the first frozen epoch,
+    the run ends bitwise where the uninterrupted one did."""
+    config = LOSS_STALLS_FIRST
     train, val = clustered_views(60, 2), clustered_views(30, 3)
-    full, history_full = train_loop(small_state(learning_rate=UNTIL_PLATEAU.learning_rate), train, val, UNTIL_PLATEAU, seed=0)
-    first_drop = next(r.epoch for r in history_full.epochs if r.learning_rate < UNTIL_PLATEAU.learning_rate)
+    full, history = train_loop(small_state(learning_rate=config.learning_rate), train, val, config, seed=0)
+    first_frozen = first_stalled_epoch([r.val_loss for r in history.epochs]) + 1
     model = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
     with TrainingCheckpointer(tmp_path / "ck", every_epochs=1, keep=10, model_config=model) as ckpt:
-        train_loop(small_state(learning_rate=UNTIL_PLATEAU.learning_rate), train, val, UNTIL_PLATEAU, seed=0, checkpointer=ckpt)
-        restored = ckpt.restore(first_drop + 1, small_state(learning_rate=UNTIL_PLATEAU.learning_rate))  # saved after the first frozen epoch
-    state, _ = train_loop(restored.state, train, val, UNTIL_PLATEAU, seed=0, resume=restored.progress)
+        train_loop(small_state(learning_rate=config.learning_rate), train, val, config, seed=0, checkpointer=ckpt)
+        restored = ckpt.restore(first_frozen + 1, small_state(learning_rate=config.learning_rate))
+    state, _ = train_loop(restored.state, train, val, config, seed=0, resume=restored.progress)
     for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(full.params)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     np.testing.assert_array_equal(np.asarray(state.r_inv), np.asarray(full.r_inv))

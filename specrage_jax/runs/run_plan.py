@@ -96,7 +96,7 @@ def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple
 def frozen_view_nets_note(view_net_steps: int) -> str:
     """What the plan says of ``train.view_net_steps``: nothing when the view nets train throughout."""
     if view_net_steps == VIEW_NETS_UNTIL_PLATEAU:
-        return "the view nets until the first learning-rate drop, then the weighting net alone"
+        return "the view nets until their loss stalls, then the weighting net alone"
     if view_net_steps <= 0:
         return ""
     return f"the view nets for the first {view_net_steps:,}, then the weighting net alone"

@@ -774,9 +774,9 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             view_net_steps=choose(
                 "train.view_net_steps",
                 VIEW_NETS_UNTIL_PLATEAU if whole else 0,
-                "the whole training set is one batch: the view nets train until their validation loss stops "
-                "improving (the plateau schedule's first learning-rate drop), then only the weighting net and "
-                "R^-1 train, on the frozen nets' outputs"
+                "the whole training set is one batch: the view nets train until their validation loss has not "
+                "improved for train.view_net_patience epochs, then only the weighting net and R^-1 train, on the "
+                "frozen nets' outputs"
                 if whole
                 else "mini-batches: the view nets train throughout",
             ),

@@ -34,7 +34,7 @@ from specrage_jax.training.device_epoch import (
     train_epoch_on_device,
 )
 from specrage_jax.training.distributed import host_local, local_rows
-from specrage_jax.training.schedule import PlateauState, plateau_update, should_stop
+from specrage_jax.training.schedule import PlateauState, plateau_update, should_stop, stalls
 from specrage_jax.training.sharding import (
     check_batch_divisible,
     replicate,
@@ -421,7 +421,7 @@ def train_loop(
         for epoch in bar:
             start = time.perf_counter()
             first = resume.steps_done if resume is not None and epoch == start_epoch else 0
-            frozen = view_nets_frozen(config, history.steps, lr)
+            frozen = view_nets_frozen(config, history, lr)
             if frozen and not has_fusion_parameters(state):
                 history.stop_reason = (
                     f"the view nets stopped training after {history.steps} steps (train.view_net_steps) "
@@ -457,7 +457,6 @@ def train_loop(
                     f"or check the inputs for extreme values"
                 )
             val_loss = validation_loss(host_local(state), val_views, val_codes, m, val_mask)  # every process, its own
-            monitored = val_loss if math.isfinite(val_loss) else train_loss
             record = EpochRecord(
                 epoch=epoch,
                 train_loss=train_loss,
@@ -468,6 +467,7 @@ def train_loop(
             )
             history.epochs.append(record)
             history.steps += steps
+            monitored = monitored_loss(record)
             bar.set_postfix(loss=f"{train_loss:.4g}", val=f"{val_loss:.4g}", lr=f"{lr:.1e}")
             if on_epoch_end is not None:
                 on_epoch_end(state, record)
@@ -494,14 +494,22 @@ def train_loop(
     return state, history
 
 
-def view_nets_frozen(config: TrainConfig, steps_done: int, learning_rate: float) -> bool:
+def view_nets_frozen(config: TrainConfig, history: History, learning_rate: float) -> bool:
     """Whether the next epoch trains with the view nets frozen: ``train.view_net_steps`` > 0 and
-    that many gradient steps done, or ``VIEW_NETS_UNTIL_PLATEAU`` and the learning rate already
-    lowered by the plateau schedule. Both are read from the run's progress, so a resumed run
-    freezes them at the same epoch."""
+    that many gradient steps done; or ``VIEW_NETS_UNTIL_PLATEAU`` and the loss the schedule
+    watches has gone ``train.view_net_patience`` epochs without improving (or the schedule has
+    already lowered the learning rate). Both are read from the run's progress, so a resumed run
+    freezes them at the same epoch, and once frozen they stay frozen."""
     if config.view_net_steps == VIEW_NETS_UNTIL_PLATEAU:
-        return learning_rate < config.learning_rate
-    return 0 < config.view_net_steps <= steps_done
+        watched = [monitored_loss(record) for record in history.epochs]
+        return learning_rate < config.learning_rate or stalls(watched, config.view_net_patience)
+    return 0 < config.view_net_steps <= history.steps
+
+
+def monitored_loss(record: EpochRecord) -> float:
+    """The loss the plateau schedule watches: validation, or training where the validation set
+    is too small for the graph (its loss is NaN)."""
+    return record.val_loss if math.isfinite(record.val_loss) else record.train_loss
 
 
 def has_fusion_parameters(state: SpecRaGEState) -> bool:

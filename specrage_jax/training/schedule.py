@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 
@@ -31,6 +32,21 @@ def plateau_update(
     if bad > patience:
         return PlateauState(best=plateau.best, bad_epochs=0), learning_rate * factor
     return PlateauState(best=plateau.best, bad_epochs=bad), learning_rate
+
+
+def stalls(losses: Sequence[float], patience: int, rel_threshold: float = 1e-4) -> bool:
+    """Whether ``losses`` (one per epoch) hold ``patience`` consecutive epochs without a relative
+    improvement of ``rel_threshold`` on the best loss before them: the plateau test of
+    :func:`plateau_update`, asked of a whole run and without its learning-rate drops."""
+    best, bad = math.inf, 0
+    for loss in losses:
+        if loss < (best * (1.0 - rel_threshold) if math.isfinite(best) else math.inf):
+            best, bad = loss, 0
+        else:
+            bad += 1
+            if bad >= patience:
+                return True
+    return False
 
 
 def should_stop(learning_rate: float, min_lr: float) -> bool:
