@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans
 
 from specrage_jax import SpecRaGE
-from specrage_jax.config import AUTO_WIDTHS, VIEW_NETS_UNTIL_PLATEAU, ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, preset
+from specrage_jax.config import AUTO_WIDTHS, VIEW_NETS_UNTIL_STALL, ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, preset
 from specrage_jax.data.loaders import load_mat
 from specrage_jax.data.preprocess import (
     auto_view_kind,
@@ -405,7 +405,7 @@ def test_resolution_records_every_choice_and_its_reason():
     assert config.model.n_components >= 4
     assert config.train.batch_size == 200 and config.train.epochs * config.train.steps_per_epoch >= 400
     assert config.train.spectral_init  # the output layers start solved
-    assert config.train.view_net_steps == VIEW_NETS_UNTIL_PLATEAU  # whole-set steps: then only the weighting net
+    assert config.train.view_net_steps == VIEW_NETS_UNTIL_STALL  # whole-set steps: then only the weighting net
     assert config.graph.n_neighbors == chosen["graph.n_neighbors"]["value"]
     assert all(entry["why"] for entry in chosen.values())
     json.dumps(chosen)  # goes into metrics.json and checkpoints as it is

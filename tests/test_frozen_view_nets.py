@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from specrage_jax.config import (
-    VIEW_NETS_UNTIL_PLATEAU,
+    VIEW_NETS_UNTIL_STALL,
     ExperimentConfig,
     GraphConfig,
     ModelConfig,
@@ -141,7 +141,7 @@ UNTIL_PLATEAU = TrainConfig(
     learning_rate=3e-2,  # the validation loss of these sets stalls within 8 epochs at this rate
     min_lr=1e-9,
     progress=False,
-    view_net_steps=VIEW_NETS_UNTIL_PLATEAU,
+    view_net_steps=VIEW_NETS_UNTIL_STALL,
 )
 RATE_DROPS_FIRST = dataclasses.replace(UNTIL_PLATEAU, lr_patience=0, view_net_patience=3)
 LOSS_STALLS_FIRST = dataclasses.replace(UNTIL_PLATEAU, lr_patience=100, view_net_patience=1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from specrage_jax.config import VIEW_NETS_UNTIL_PLATEAU, ExperimentConfig
+from specrage_jax.config import VIEW_NETS_UNTIL_STALL, ExperimentConfig
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple
 
 def frozen_view_nets_note(view_net_steps: int) -> str:
     """What the plan says of ``train.view_net_steps``: nothing when the view nets train throughout."""
-    if view_net_steps == VIEW_NETS_UNTIL_PLATEAU:
+    if view_net_steps == VIEW_NETS_UNTIL_STALL:
         return "the view nets until their loss stalls, then the weighting net alone"
     if view_net_steps <= 0:
         return ""

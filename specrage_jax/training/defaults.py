@@ -30,7 +30,7 @@ from specrage_jax.config import (
     AUTO_COMPONENTS,
     AUTO_VIEW_NET_STEPS,
     AUTO_WIDTHS,
-    VIEW_NETS_UNTIL_PLATEAU,
+    VIEW_NETS_UNTIL_STALL,
     ExperimentConfig,
     SiameseConfig,
 )
@@ -773,7 +773,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             train,
             view_net_steps=choose(
                 "train.view_net_steps",
-                VIEW_NETS_UNTIL_PLATEAU if whole else 0,
+                VIEW_NETS_UNTIL_STALL if whole else 0,
                 "the whole training set is one batch: the view nets train until their validation loss has not "
                 "improved for train.view_net_patience epochs, then only the weighting net and R^-1 train, on the "
                 "frozen nets' outputs"

@@ -22,7 +22,7 @@ import numpy as np
 from jax.sharding import Mesh
 from tqdm.auto import tqdm
 
-from specrage_jax.config import VIEW_NETS_UNTIL_PLATEAU, ExperimentConfig, GraphConfig, TrainConfig, unresolved_message
+from specrage_jax.config import VIEW_NETS_UNTIL_STALL, ExperimentConfig, GraphConfig, TrainConfig, unresolved_message
 from specrage_jax.data.lazy import check_streamed_views, is_streamed, streamed_mask
 from specrage_jax.nets.state import SpecRaGEState, in_view_nets
 from specrage_jax.ops.affinity import nearest_neighbors, neighbor_sq_distances
@@ -496,11 +496,11 @@ def train_loop(
 
 def view_nets_frozen(config: TrainConfig, history: History, learning_rate: float) -> bool:
     """Whether the next epoch trains with the view nets frozen: ``train.view_net_steps`` > 0 and
-    that many gradient steps done; or ``VIEW_NETS_UNTIL_PLATEAU`` and the loss the schedule
+    that many gradient steps done; or ``VIEW_NETS_UNTIL_STALL`` and the loss the schedule
     watches has gone ``train.view_net_patience`` epochs without improving (or the schedule has
     already lowered the learning rate). Both are read from the run's progress, so a resumed run
     freezes them at the same epoch, and once frozen they stay frozen."""
-    if config.view_net_steps == VIEW_NETS_UNTIL_PLATEAU:
+    if config.view_net_steps == VIEW_NETS_UNTIL_STALL:
         watched = [monitored_loss(record) for record in history.epochs]
         return learning_rate < config.learning_rate or stalls(watched, config.view_net_patience)
     return 0 < config.view_net_steps <= history.steps

@@ -7,6 +7,9 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 
+PLATEAU_REL_THRESHOLD = 1e-4  # a loss counts as improved once it is this much (relative) below the best
+
+
 class PlateauState(NamedTuple):
     """best: lowest monitored loss so far; bad_epochs: epochs since it improved."""
 
@@ -21,7 +24,7 @@ def plateau_update(
     *,
     factor: float,
     patience: int,
-    rel_threshold: float = 1e-4,
+    rel_threshold: float = PLATEAU_REL_THRESHOLD,
 ) -> tuple[PlateauState, float]:
     """One epoch of reduce-on-plateau: x ``factor`` after more than ``patience`` epochs without
     a relative improvement of ``rel_threshold``. Returns (new plateau state, new learning rate)."""
@@ -34,7 +37,7 @@ def plateau_update(
     return PlateauState(best=plateau.best, bad_epochs=bad), learning_rate
 
 
-def stalls(losses: Sequence[float], patience: int, rel_threshold: float = 1e-4) -> bool:
+def stalls(losses: Sequence[float], patience: int, rel_threshold: float = PLATEAU_REL_THRESHOLD) -> bool:
     """Whether ``losses`` (one per epoch) hold ``patience`` consecutive epochs without a relative
     improvement of ``rel_threshold`` on the best loss before them: the plateau test of
     :func:`plateau_update`, asked of a whole run and without its learning-rate drops."""
