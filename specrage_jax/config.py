@@ -258,6 +258,9 @@ class TrainConfig:
     view_net_patience: int = _f(
         3, "train.view_net_steps=-2: epochs without improvement of the watched loss after which the view nets freeze"
     )
+    view_net_min_delta: float = _f(
+        1e-4, "train.view_net_steps=-2: relative improvement of the watched loss that counts (view_net_patience)"
+    )
     progress: bool = _f(True, "show a per-epoch progress bar")
     data_on_device: bool = _f(
         False,
@@ -266,7 +269,7 @@ class TrainConfig:
     )
 
     def __post_init__(self) -> None:
-        for name in ("learning_rate", "lr_factor", "min_lr"):
+        for name in ("learning_rate", "lr_factor", "min_lr", "view_net_min_delta"):
             _check_positive("train", name, getattr(self, name))
         if self.missing_view_batch_growth < 1:
             raise ValueError(f"train.missing_view_batch_growth must be >= 1, got {self.missing_view_batch_growth}")
@@ -275,7 +278,8 @@ class TrainConfig:
         if min(self.epochs, self.batch_size, self.steps_per_epoch, self.lr_patience, self.view_net_steps + 2) < 0:
             raise ValueError(
                 "train.epochs and train.batch_size must be >= 1 (0: from the data), "
-                "train.steps_per_epoch and train.lr_patience >= 0, train.view_net_steps >= 0 (-1: from the data, -2: until the watched loss stalls)"
+                "train.steps_per_epoch and train.lr_patience >= 0, "
+                "train.view_net_steps >= 0 (-1: from the data, -2: until the watched loss stalls)"
             )
 
 

@@ -17,7 +17,15 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans
 
 from specrage_jax import SpecRaGE
-from specrage_jax.config import AUTO_WIDTHS, VIEW_NETS_UNTIL_STALL, ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, preset
+from specrage_jax.config import (
+    AUTO_WIDTHS,
+    VIEW_NETS_UNTIL_STALL,
+    ExperimentConfig,
+    GraphConfig,
+    ModelConfig,
+    OrthoConfig,
+    preset,
+)
 from specrage_jax.data.loaders import load_mat
 from specrage_jax.data.preprocess import (
     auto_view_kind,

@@ -129,6 +129,10 @@ def test_the_data_aware_defaults_leave_the_freeze_to_the_data_and_the_presets_do
     assert ExperimentConfig().train.view_net_steps == 0
     with pytest.raises(ValueError, match="view_net_steps"):
         TrainConfig(view_net_steps=-3)
+    with pytest.raises(ValueError, match="view_net_patience"):
+        TrainConfig(view_net_patience=0)
+    with pytest.raises(ValueError, match="view_net_min_delta"):
+        TrainConfig(view_net_min_delta=0.0)
     train, val = clustered_views(60, 2), clustered_views(30, 3)
     with pytest.raises(ValueError, match="train.view_net_steps=-1 means 'resolved from the data'"):
         train_loop(small_state(), train, val, TrainConfig(epochs=1, view_net_steps=-1, progress=False), seed=0)
@@ -148,6 +152,7 @@ LOSS_STALLS_FIRST = dataclasses.replace(UNTIL_PLATEAU, lr_patience=100, view_net
 
 
 def test_stalls_finds_a_run_of_epochs_without_improvement():
+    assert stalls([1.0, 0.9995], 1, rel_threshold=1e-3) and not stalls([1.0, 0.9995], 1)  # 0.05 %: counts at 1e-4
     assert stalls([3.0, 2.0, 2.5, 1.0], 1)
     assert not stalls([3.0, 2.0, 1.0], 1)
     assert not stalls([3.0, 2.0, 2.5, 1.0, 1.5], 2)  # an improvement ends the run

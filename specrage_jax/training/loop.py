@@ -502,7 +502,9 @@ def view_nets_frozen(config: TrainConfig, history: History, learning_rate: float
     freezes them at the same epoch, and once frozen they stay frozen."""
     if config.view_net_steps == VIEW_NETS_UNTIL_STALL:
         watched = [monitored_loss(record) for record in history.epochs]
-        return learning_rate < config.learning_rate or stalls(watched, config.view_net_patience)
+        return learning_rate < config.learning_rate or stalls(
+            watched, config.view_net_patience, config.view_net_min_delta
+        )
     return 0 < config.view_net_steps <= history.steps
 
 

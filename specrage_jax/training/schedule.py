@@ -6,7 +6,6 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-
 PLATEAU_REL_THRESHOLD = 1e-4  # a loss counts as improved once it is this much (relative) below the best
 
 
