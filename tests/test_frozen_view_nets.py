@@ -1,6 +1,7 @@
 """Freezing the view nets after ``train.view_net_steps`` (the fusion and R^-1 go on training): the
 frozen step leaves the view nets untouched, the whole-set path's cached outputs give the step the
-per-batch path gives, the loop freezes at the configured step (on every path), and a fusion with
+per-batch path gives, the loop freezes at the configured step (on every path) or, with
+``VIEW_NETS_UNTIL_STALL``, once the watched loss stalls (also across a resume), and a fusion with
 nothing left to train stops the run."""
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def test_the_data_aware_defaults_leave_the_freeze_to_the_data_and_the_presets_do
         train_loop(small_state(), train, val, TrainConfig(epochs=1, view_net_steps=-1, progress=False), seed=0)
 
 
-UNTIL_PLATEAU = TrainConfig(
+UNTIL_STALL = TrainConfig(
     epochs=8,
     batch_size=60,
     steps_per_epoch=4,
@@ -147,8 +148,8 @@ UNTIL_PLATEAU = TrainConfig(
     progress=False,
     view_net_steps=VIEW_NETS_UNTIL_STALL,
 )
-RATE_DROPS_FIRST = dataclasses.replace(UNTIL_PLATEAU, lr_patience=0, view_net_patience=3)
-LOSS_STALLS_FIRST = dataclasses.replace(UNTIL_PLATEAU, lr_patience=100, view_net_patience=1)
+RATE_DROPS_FIRST = dataclasses.replace(UNTIL_STALL, lr_patience=0, view_net_patience=3)
+LOSS_STALLS_FIRST = dataclasses.replace(UNTIL_STALL, lr_patience=100, view_net_patience=1)
 
 
 def test_stalls_finds_a_run_of_epochs_without_improvement():
@@ -166,7 +167,7 @@ def first_stalled_epoch(losses: list[float]) -> int:
 
 
 @pytest.mark.parametrize("config", [RATE_DROPS_FIRST, LOSS_STALLS_FIRST], ids=["rate-drops", "loss-stalls"])
-def test_until_plateau_the_view_nets_stop_once_the_watched_loss_stalls(config):
+def test_until_stall_the_view_nets_stop_once_the_watched_loss_stalls(config):
     train, val = clustered_views(60, 2), clustered_views(30, 3)
     epochs: list[tuple[float, float, list[np.ndarray], list[np.ndarray]]] = []
     start = small_state(learning_rate=config.learning_rate)
@@ -199,7 +200,7 @@ def changed(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
     return any(not np.array_equal(x, y) for x, y in zip(a, b))
 
 
-def test_until_plateau_a_resumed_run_freezes_where_the_uninterrupted_run_did(tmp_path):
+def test_until_stall_a_resumed_run_freezes_where_the_uninterrupted_run_did(tmp_path):
     """The stall is read from the resumed run's history: restored after the first frozen epoch,
     the run ends bitwise where the uninterrupted one did."""
     config = LOSS_STALLS_FIRST
