@@ -413,7 +413,7 @@ def test_resolution_records_every_choice_and_its_reason():
     assert config.model.n_components >= 4
     assert config.train.batch_size == 200 and config.train.epochs * config.train.steps_per_epoch >= 400
     assert config.train.spectral_init  # the output layers start solved
-    assert config.train.view_net_steps == VIEW_NETS_UNTIL_STALL  # whole-set steps: then only the weighting net
+    assert config.train.view_net_steps == VIEW_NETS_UNTIL_STALL  # the whole set: view nets until the loss stalls
     assert config.graph.n_neighbors == chosen["graph.n_neighbors"]["value"]
     assert all(entry["why"] for entry in chosen.values())
     json.dumps(chosen)  # goes into metrics.json and checkpoints as it is

@@ -23,7 +23,7 @@ from specrage_jax.config import (
 )
 from specrage_jax.nets.state import create_state, in_view_nets
 from specrage_jax.training.checkpoint import TrainingCheckpointer
-from specrage_jax.training.loop import train_loop, whole_set_batch
+from specrage_jax.training.loop import train_loop, view_nets_frozen, whole_set_batch
 from specrage_jax.training.schedule import stalls
 from specrage_jax.training.steps import Batch, frozen_view_outputs, full_batch_epoch, train_step
 
@@ -161,9 +161,9 @@ def test_stalls_finds_a_run_of_epochs_without_improvement():
     assert not stalls([], 1)
 
 
-def first_stalled_epoch(losses: list[float]) -> int:
-    """The first epoch whose loss is no better than the best before it (patience 1)."""
-    return next(e for e in range(1, len(losses)) if losses[e] >= min(losses[:e]) * (1 - 1e-4))
+def first_stalled_epoch(losses: list[float], min_delta: float) -> int:
+    """The first epoch whose loss is not ``min_delta`` (relative) below the best before it (patience 1)."""
+    return next(e for e in range(1, len(losses)) if losses[e] >= min(losses[:e]) * (1 - min_delta))
 
 
 @pytest.mark.parametrize("config", [RATE_DROPS_FIRST, LOSS_STALLS_FIRST], ids=["rate-drops", "loss-stalls"])
@@ -184,7 +184,7 @@ def test_until_stall_the_view_nets_stop_once_the_watched_loss_stalls(config):
         frozen = [lr < config.learning_rate for lr, *_ in epochs]
     else:  # the rate never drops: frozen from the epoch after the first that did not improve
         assert all(lr == config.learning_rate for lr, *_ in epochs)
-        stalled = first_stalled_epoch([loss for _, loss, *_ in epochs])
+        stalled = first_stalled_epoch([loss for _, loss, *_ in epochs], config.view_net_min_delta)
         frozen = [e > stalled for e in range(len(epochs))]
     assert any(frozen) and not all(frozen)
     params = [initial, *[(view, rest) for _, _, view, rest in epochs]]
@@ -202,16 +202,18 @@ def changed(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
 
 def test_until_stall_a_resumed_run_freezes_where_the_uninterrupted_run_did(tmp_path):
     """The stall is read from the resumed run's history: restored after the first frozen epoch,
-    the run ends bitwise where the uninterrupted one did."""
+    the resumed run starts frozen and ends bitwise where the uninterrupted one did."""
     config = LOSS_STALLS_FIRST
     train, val = clustered_views(60, 2), clustered_views(30, 3)
     full, history = train_loop(small_state(learning_rate=config.learning_rate), train, val, config, seed=0)
-    first_frozen = first_stalled_epoch([r.val_loss for r in history.epochs]) + 1
+    first_frozen = first_stalled_epoch([r.val_loss for r in history.epochs], config.view_net_min_delta) + 1
     model = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
     with TrainingCheckpointer(tmp_path / "ck", every_epochs=1, keep=10, model_config=model) as ckpt:
         train_loop(small_state(learning_rate=config.learning_rate), train, val, config, seed=0, checkpointer=ckpt)
         restored = ckpt.restore(first_frozen + 1, small_state(learning_rate=config.learning_rate))
-    state, _ = train_loop(restored.state, train, val, config, seed=0, resume=restored.progress)
+    progress = restored.progress
+    assert view_nets_frozen(config, progress.history, progress.learning_rate)  # from the restored history alone
+    state, _ = train_loop(restored.state, train, val, config, seed=0, resume=progress)
     for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(full.params)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     np.testing.assert_array_equal(np.asarray(state.r_inv), np.asarray(full.r_inv))

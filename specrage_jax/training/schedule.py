@@ -27,13 +27,18 @@ def plateau_update(
 ) -> tuple[PlateauState, float]:
     """One epoch of reduce-on-plateau: x ``factor`` after more than ``patience`` epochs without
     a relative improvement of ``rel_threshold``. Returns (new plateau state, new learning rate)."""
-    threshold = plateau.best * (1.0 - rel_threshold) if math.isfinite(plateau.best) else math.inf
-    if loss < threshold:
+    if improves(loss, plateau.best, rel_threshold):
         return PlateauState(best=loss, bad_epochs=0), learning_rate
     bad = plateau.bad_epochs + 1
     if bad > patience:
         return PlateauState(best=plateau.best, bad_epochs=0), learning_rate * factor
     return PlateauState(best=plateau.best, bad_epochs=bad), learning_rate
+
+
+def improves(loss: float, best: float, rel_threshold: float) -> bool:
+    """Whether ``loss`` is at least ``rel_threshold`` (relative) below ``best`` (any loss improves
+    on no best yet, ``best`` = inf)."""
+    return loss < (best * (1.0 - rel_threshold) if math.isfinite(best) else math.inf)
 
 
 def stalls(losses: Sequence[float], patience: int, rel_threshold: float = PLATEAU_REL_THRESHOLD) -> bool:
@@ -42,7 +47,7 @@ def stalls(losses: Sequence[float], patience: int, rel_threshold: float = PLATEA
     :func:`plateau_update`, asked of a whole run and without its learning-rate drops."""
     best, bad = math.inf, 0
     for loss in losses:
-        if loss < (best * (1.0 - rel_threshold) if math.isfinite(best) else math.inf):
+        if improves(loss, best, rel_threshold):
             best, bad = loss, 0
         else:
             bad += 1
