@@ -192,13 +192,21 @@ def markdown_table(results: dict[str, dict[str, Any]], cpu: str) -> str:
 
 
 def cpu_model() -> str:
+    """The CPU's model name with its family and model numbers ("AMD EPYC (family 25, model 1)"):
+    the name alone does not tell one EPYC generation from another, and their rounding differs."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        fields = dict(
+            (key.strip(), value.strip())
+            for key, _, value in (line.partition(":") for line in Path("/proc/cpuinfo").read_text().splitlines())
+            if value
+        )
     except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+        fields = {}
+    if "model name" not in fields:
+        return platform.processor() or "unknown CPU"
+    if "cpu family" in fields and "model" in fields:
+        return f"{fields['model name']} (family {fields['cpu family']}, model {fields['model']})"
+    return fields["model name"]
 
 
 def run_variant(

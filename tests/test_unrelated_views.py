@@ -4,7 +4,9 @@ transform, predict, score, view_weights, pickling and save/load."""
 
 from __future__ import annotations
 
+import math
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,10 +14,11 @@ import pytest
 from specrage_jax import SpecRaGE
 from specrage_jax.data import make_blobs_views
 from specrage_jax.evaluation.metrics import clustering_accuracy
-from specrage_jax.training.defaults import present_neighbor_lists
+from specrage_jax.training.defaults import SUSTAINED_EIGENGAP, present_neighbor_lists
 from specrage_jax.training.unrelated_views import (
     DETECTABLE_Z,
     INDEPENDENCE_Z,
+    RELATION_RATIO,
     ViewRelation,
     neighbor_overlap_z,
     unrelated_views,
@@ -76,10 +79,62 @@ def test_never_every_view_and_not_with_two_views():
 
 
 def test_nothing_is_left_out_where_the_other_views_show_no_clear_relation_either():
-    """Few rows: the related views' overlap z stays under DETECTABLE_Z, so a low z says nothing."""
-    weak = ViewRelation(view=2, overlap_z=0.5, others_z=DETECTABLE_Z - 0.1, own_eigengap=1.0)
+    """Few rows: two related views may share their neighbours at under INDEPENDENCE_Z, so a low z says nothing."""
+    weak = ViewRelation(view=2, overlap_z=0.5, others_z=INDEPENDENCE_Z - 0.1, own_eigengap=1.0)
     assert not weak.shares_nothing and not weak.unrelated
-    assert ViewRelation(view=2, overlap_z=0.5, others_z=DETECTABLE_Z, own_eigengap=1.0).unrelated
+    assert ViewRelation(view=2, overlap_z=0.5, others_z=INDEPENDENCE_Z, own_eigengap=1.0).unrelated
+
+
+@pytest.mark.parametrize("others_z", [INDEPENDENCE_Z, 4.5, 6.0, DETECTABLE_Z, 50.0])
+def test_the_independence_bar_is_a_third_of_the_other_views_relation_up_to_independence_z(others_z):
+    """A view under a third of what two other views share counts as sharing nothing: one related a
+    third as strongly would reach the bar. From DETECTABLE_Z on the bar is INDEPENDENCE_Z."""
+    bar = min(INDEPENDENCE_Z, others_z / RELATION_RATIO)
+    below = ViewRelation(view=2, overlap_z=bar - 0.05, others_z=others_z, own_eigengap=1.0)
+    at = ViewRelation(view=2, overlap_z=bar, others_z=others_z, own_eigengap=1.0)
+    assert below.independence_bar == pytest.approx(bar)
+    assert below.shares_nothing and below.unrelated
+    assert not at.shares_nothing and not at.unrelated
+    assert ViewRelation(view=2, overlap_z=-1.0, others_z=others_z, own_eigengap=1.0).unrelated
+
+
+@pytest.mark.parametrize(
+    ("own", "others", "unrelated"),
+    [
+        (1.05, math.nan, True),  # no other view read: SUSTAINED_EIGENGAP is the bar
+        (1.15, math.nan, False),
+        (1.15, 1.40, True),  # structure, but less than another view's
+        (1.50, 1.40, False),  # the cleanest split of all: kept (a narrow, informative view)
+        (1.05, 1.02, True),  # under SUSTAINED_EIGENGAP whatever the others read
+    ],
+)
+def test_a_view_is_kept_when_its_own_graph_splits_as_cleanly_as_any_other_views(own, others, unrelated):
+    relation = ViewRelation(view=1, overlap_z=0.2, others_z=5.0, own_eigengap=own, others_eigengap=others)
+    assert relation.structure_bar == pytest.approx(max(SUSTAINED_EIGENGAP, 0.0 if math.isnan(others) else others))
+    assert relation.unrelated is unrelated
+
+
+DEVSUITE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "devsuite"
+
+
+@pytest.mark.skipif(not (DEVSUITE / "WebKB.mat").is_file(), reason="needs ../shared/datasets/devsuite/WebKB.mat")
+@pytest.mark.parametrize("seed", [0, 2])
+def test_webkbs_empty_link_view_is_left_out_on_its_203_rows(seed):
+    """WebKB: its text view and its second link view share their neighbours at z 5-6 (under
+    DETECTABLE_Z on 203 rows); its first link view (a third of the pages empty there) shares its
+    with either at about 0 and splits the rows least cleanly of the three. Left out on every seed."""
+    from specrage_jax.api.fit_pipeline import leave_out_unrelated_views
+    from specrage_jax.config import ExperimentConfig
+    from specrage_jax.data import load_mat
+    from specrage_jax.data.preprocess import fit_view_scalers
+
+    data = load_mat(DEVSUITE / "WebKB.mat")
+    views = [np.asarray(v) for v in data.views]
+    settings = ExperimentConfig.auto().data
+    scalers = fit_view_scalers(views, settings.preprocess, svd_components=settings.svd_components)
+    with pytest.warns(UserWarning, match="view 1 is left out of the fit"):
+        kept = leave_out_unrelated_views(scalers, views, 4, seed=seed)
+    assert [s.left_out for s in kept] == [False, True, False]
 
 
 # A noise view's best eigengap over the candidate l is noisy on small batches (8 noise seeds, blobs:

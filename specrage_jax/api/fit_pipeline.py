@@ -143,8 +143,9 @@ def describe_left_out_views(scalers: Sequence[ViewScaler]) -> dict[str, Any]:
         "data.unrelated_views": {
             "value": [v for v in range(len(scalers)) if v not in kept],
             "why": (
-                "left out of the fit: no other view shares their nearest neighbours beyond chance and "
-                "their own kNN graph shows no cluster structure; transform gives them weight 0"
+                "left out of the fit: they share fewer nearest neighbours with any other view than a view a "
+                "third as related as two other views would, and their own kNN graph splits the rows less "
+                "cleanly than the other views'; transform gives them weight 0"
             ),
         }
     }
