@@ -136,6 +136,17 @@ def test_sigterm_to_the_launcher_stops_both_processes_at_one_step(tmp_path):
 
 
 def test_the_watch_restores_the_handlers_and_a_second_signal_interrupts():
+    # Python's own SIGINT handler as the one the watch replaces: a process started in the
+    # background by a non-interactive shell (`make test &`) inherits SIGINT ignored, and then the
+    # second signal, handed back to that handler, rightly does nothing
+    previous_sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _watch_restores_the_handlers_and_a_second_signal_interrupts()
+    finally:
+        signal.signal(signal.SIGINT, previous_sigint)
+
+
+def _watch_restores_the_handlers_and_a_second_signal_interrupts() -> None:
     before = {s: signal.getsignal(s) for s in preemption.SIGNALS}
     with preemption.watch() as watch:
         assert signal.getsignal(signal.SIGINT) is not before[signal.SIGINT]
