@@ -33,6 +33,7 @@ FUSIONS = ("weighting", "average", "linear", "concat", "attention")
 OUTPUT_ROWS = ("raw", "unit")
 OUTPUT_SCALINGS = ("heat", "none")
 MISSING_VIEW_DEGREES = ("views", "samples", "none")  # graph.missing_view_degrees
+DEGREE_NORMALIZATIONS = ("none", "samples", "auto")  # graph.degree_normalization
 SIAMESE_POSITIVES = ("own", "joint")  # siamese.positives: each view's own neighbours, or all views' together
 PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "svd_l2", "idf_l2", "hellinger")
 AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.training.defaults)
@@ -150,6 +151,14 @@ class GraphConfig:
         "a^T W a / 1^T W 1, so re-weighting cannot lower the loss by dropping "
         "edges (not in the paper)",
     )
+    degree_normalization: str = _f(
+        "none",
+        "complete batches: none (each view's graph as built) | samples (W_ij / sqrt(d_i d_j) times the "
+        "mean degree, d_i sample i's degree summed over the views, so the Rayleigh loss is about the "
+        "normalized Laplacian's: a low-degree sample no longer makes a cheap cluster of its own) | auto "
+        "(resolved at fit: samples where more than 20 clusters are asked for). Batches with missing "
+        "views follow graph.missing_view_degrees. Not in the paper",
+    )
     missing_view_degrees: str = _f(
         "views",
         "where views are missing, how each batch's graphs make up for the edges a sample loses with "
@@ -185,6 +194,7 @@ class GraphConfig:
         _check_choice("graph", "scale_mode", self.scale_mode, ("global", "batch"))
         _check_choice("graph", "symmetrize", self.symmetrize, ("mean", "max", "none"))
         _check_choice("graph", "missing_view_degrees", self.missing_view_degrees, MISSING_VIEW_DEGREES)
+        _check_choice("graph", "degree_normalization", self.degree_normalization, DEGREE_NORMALIZATIONS)
         if not 0 <= self.view_dropout <= 1:
             raise ValueError(f"graph.view_dropout must be in [0, 1]; got {self.view_dropout!r}")
         _check_positive("graph", "bandwidth_factor", self.bandwidth_factor)
@@ -454,7 +464,9 @@ class ExperimentConfig:
                 temperature=1.0,
                 output_rows="unit",
             ),
-            graph=dataclasses.replace(base.graph, n_neighbors=0, weights_in_affinity=False, weight_entropy=0.001),
+            graph=dataclasses.replace(
+                base.graph, n_neighbors=0, weights_in_affinity=False, weight_entropy=0.001, degree_normalization=AUTO
+            ),
             train=dataclasses.replace(
                 base.train,
                 epochs=0,
@@ -472,6 +484,7 @@ class ExperimentConfig:
             "model.view_hidden": self.model.view_hidden == AUTO_WIDTHS,
             "model.n_components": self.model.n_components == AUTO_COMPONENTS,
             "graph.n_neighbors": self.graph.n_neighbors == 0,
+            "graph.degree_normalization": self.graph.degree_normalization == AUTO,
             "train.epochs": self.train.epochs == 0,
             "train.batch_size": self.train.batch_size == 0,
             "train.view_net_steps": self.train.view_net_steps == AUTO_VIEW_NET_STEPS,
@@ -487,6 +500,7 @@ _RESOLVED_EXAMPLES = {
     "model.n_components": ("ModelConfig", "n_components=10"),
     "model.view_hidden": ("ModelConfig", "view_hidden=(512, 512, 256)"),
     "graph.n_neighbors": ("GraphConfig", "n_neighbors=10"),
+    "graph.degree_normalization": ("GraphConfig", "degree_normalization='none'"),
     "train.epochs": ("TrainConfig", "epochs=50"),
     "train.batch_size": ("TrainConfig", "batch_size=1024"),
     "train.view_net_steps": ("TrainConfig", "view_net_steps=0"),
@@ -501,6 +515,7 @@ def unresolved_message(name: str) -> str:
         "model.n_components": AUTO_COMPONENTS,
         "model.view_hidden": AUTO_WIDTHS,
         "train.view_net_steps": AUTO_VIEW_NET_STEPS,
+        "graph.degree_normalization": AUTO,
     }.get(name, 0)
     return (
         f"{name}={sentinel!r} means 'resolved from the data', which only SpecRaGE.fit and `specrage train` do: "

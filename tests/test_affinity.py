@@ -172,3 +172,30 @@ def test_property_symmetric_nonnegative(x, data, how):
     np.testing.assert_array_equal(w, w.T)
     assert (w >= 0).all() and (w <= 1).all()
     np.testing.assert_array_equal(np.diag(w), 0.0)
+
+
+def test_complete_batches_are_degree_normalized_only_where_the_graph_config_says():
+    from specrage_jax.config import GraphConfig
+    from specrage_jax.ops.affinity import degree_normalized_affinities
+    from specrage_jax.ops.objective import batch_affinities
+
+    rng = np.random.default_rng(3)
+    codes = [jnp.asarray(rng.normal(size=(24, 3)), jnp.float32), jnp.asarray(rng.normal(size=(24, 2)), jnp.float32)]
+    scales = jnp.ones((2,))
+    plain = np.asarray(batch_affinities(codes, scales, GraphConfig(n_neighbors=4, scale_mode="batch")))
+    scaled = np.asarray(
+        batch_affinities(codes, scales, GraphConfig(n_neighbors=4, scale_mode="batch", degree_normalization="samples"))
+    )
+    np.testing.assert_allclose(scaled, np.asarray(degree_normalized_affinities(jnp.asarray(plain))), rtol=1e-6)
+    # every sample's degree summed over the views is now the mean degree: none is cheap to cut off
+    degrees = plain.sum(axis=(0, 2))
+    summed = scaled.sum(axis=0)
+    scaled_degrees = summed.sum(axis=1)
+    assert degrees.std() > 0.05 * degrees.mean()
+    np.testing.assert_array_equal(scaled > 0, plain > 0)  # the same edges, reweighted
+    expected = (plain.sum(axis=0) / np.sqrt(np.outer(degrees, degrees))).sum(axis=1) * degrees.mean()
+    np.testing.assert_allclose(scaled_degrees, expected, rtol=1e-5)
+    with pytest.raises(ValueError, match="'auto' is resolved by SpecRaGE.fit"):
+        batch_affinities(codes, scales, GraphConfig(n_neighbors=4, scale_mode="batch", degree_normalization="auto"))
+    with pytest.raises(ValueError, match="degree_normalization"):
+        GraphConfig(degree_normalization="rows")

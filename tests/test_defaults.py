@@ -48,6 +48,7 @@ from specrage_jax.training.defaults import (
     choose_neighbor_count,
     class_size_neighbor_cap,
     component_count,
+    degree_normalization_rule,
     eigengap_neighbor_count,
     eigengap_score,
     epoch_plan,
@@ -409,7 +410,9 @@ def test_resolution_records_every_choice_and_its_reason():
         "model.view_hidden",
         "model.n_components",
         "train.view_net_steps",
+        "graph.degree_normalization",
     }
+    assert config.graph.degree_normalization == "none"  # 4 clusters: each view's graph as built
     assert config.model.n_components >= 4
     assert config.train.batch_size == 200 and config.train.epochs * config.train.steps_per_epoch >= 400
     assert config.train.spectral_init  # the output layers start solved
@@ -444,10 +447,25 @@ def test_resolution_on_tiny_many_class_and_one_view_data():
     config, chosen = resolve_defaults(ExperimentConfig.auto(), _shape([many, many * 2.0], 40))
     assert config.graph.n_neighbors <= 8  # below a class's size: at 30, most would lie in other classes
     assert config.model.n_components == 40 and "model.n_components" in chosen  # many clusters: k
+    assert config.graph.degree_normalization == "samples"  # many small clusters: the normalized cut
+    assert "40 clusters" in chosen["graph.degree_normalization"]["why"]
     sampled = _shape([many[:100]], 40, n_train=50_000)  # a sample standing for many rows
     config, _ = resolve_defaults(ExperimentConfig.auto(), sampled)
     assert config.train.batch_size == 4096 and config.data.graph_inputs == "model"
     assert config.train.view_net_steps == 0  # mini-batch steps: the view nets train throughout
+
+
+@pytest.mark.parametrize(("n_clusters", "expected"), [(2, "none"), (20, "none"), (21, "samples"), (100, "samples")])
+def test_graphs_are_degree_normalized_only_for_many_clusters(n_clusters, expected):
+    assert degree_normalization_rule(n_clusters)[0] == expected
+    assert data_rules.NORMALIZED_DEGREES_ABOVE == 20
+
+
+def test_an_explicit_degree_normalization_stays_with_many_clusters():
+    many, _ = clustered(400, 40, 8, seed=6)
+    explicit = apply_overrides(ExperimentConfig.auto(), ["graph.degree_normalization=none"])
+    config, chosen = resolve_defaults(explicit, _shape([many, many * 2.0], 40))
+    assert config.graph.degree_normalization == "none" and "graph.degree_normalization" not in chosen
 
 
 def with_missing_views(views: list[np.ndarray], fraction: float, *, seed: int) -> list[np.ndarray]:

@@ -152,7 +152,7 @@ def check_resolved(model_config: ModelConfig, graph_config: GraphConfig) -> None
       ValueError: naming the first such setting and how to resolve it.
     """
     pending = ExperimentConfig(model=model_config, graph=graph_config).unresolved_fields()
-    for name in ("model.n_components", "model.view_hidden", "graph.n_neighbors"):
+    for name in ("model.n_components", "model.view_hidden", "graph.n_neighbors", "graph.degree_normalization"):
         if name in pending:
             raise ValueError(unresolved_message(name))
     if model_config.n_components == 0:

@@ -55,7 +55,8 @@ def edge_graph(affinities: Any) -> EdgeGraph:
 def batch_affinities(
     codes: Sequence[jax.Array], view_scales: jax.Array, graph: GraphConfig, mask: jax.Array | None = None
 ) -> jax.Array:
-    """W^(v) for every view of a batch: V arrays (m, c_v) -> (V, m, m); with ``mask`` (m, V)
+    """W^(v) for every view of a batch: V arrays (m, c_v) -> (V, m, m); complete batches scaled
+    as ``graph.degree_normalization`` says (:func:`complete_batch_degrees`); with ``mask`` (m, V)
     each view's graph among the rows that have it, then balanced for the edges missing views
     take away as ``graph.missing_view_degrees`` says (:func:`missing_view_balanced`)."""
     per_batch = graph.scale_mode == "batch"
@@ -78,8 +79,21 @@ def batch_affinities(
         ]
     )
     if mask is None:
-        return affinities
+        return complete_batch_degrees(affinities, graph.degree_normalization)
     return missing_view_balanced(affinities, mask, graph.missing_view_degrees)
+
+
+def complete_batch_degrees(affinities: jax.Array, how: str) -> jax.Array:
+    """Per-view graphs (V, m, m) of a complete batch as ``graph.degree_normalization`` says:
+    'samples' (:func:`degree_normalized_affinities`) or 'none' (as built)."""
+    if how == "samples":
+        return degree_normalized_affinities(affinities)
+    if how == "none":
+        return affinities
+    raise ValueError(
+        f"graph.degree_normalization must be 'none' or 'samples' when a batch's graph is built; got {how!r} "
+        "('auto' is resolved by SpecRaGE.fit, `specrage train` or specrage_jax.training.defaults.resolve_defaults)"
+    )
 
 
 def missing_view_balanced(affinities: jax.Array, mask: jax.Array, how: str) -> jax.Array:

@@ -67,6 +67,7 @@ EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
 CLEAR_NCUT_GAIN = 0.075  # more components only where their k-means partition cuts the graph this much less
 NCUT_TOLERANCE = 0.01  # ... and then the fewest whose cut is within this of the lowest
 COMPONENT_RULE_MAX_CLUSTERS = 20  # above this many clusters n_components is the number of clusters
+NORMALIZED_DEGREES_ABOVE = 20  # more clusters than this: each batch's graphs are degree-normalized
 EIGENVALUE_TIE = 0.02  # lambda_c+1 within this (relative) of lambda_c: the bottom c directions are ill-determined
 EIGENVALUE_CLEAR = 0.08  # ... and the subspace grows to the first c whose next eigenvalue is this much above
 
@@ -609,6 +610,21 @@ def choose_component_count(scores: dict[int, float], n_clusters: int) -> int:
     return min(c for c, score in scores.items() if score <= lowest * (1.0 + NCUT_TOLERANCE))
 
 
+def degree_normalization_rule(n_clusters: int) -> tuple[str, str]:
+    """(graph.degree_normalization, why) for ``n_clusters`` clusters: 'samples' above
+    NORMALIZED_DEGREES_ABOVE clusters, else 'none'. With many small clusters each real cluster is
+    a few rows, and the unnormalized Laplacian's bottom directions can as cheaply cut off a handful
+    of low-degree rows; scaling W_ij by 1 / sqrt(d_i d_j) prices a cut by the degree it removes
+    (the normalized cut). With few clusters the graph stays as built: there the scaling lost as
+    often as it gained (BUILD_NOTES, "Data-aware defaults")."""
+    if n_clusters > NORMALIZED_DEGREES_ABOVE:
+        return "samples", (
+            f"{n_clusters} clusters (more than {NORMALIZED_DEGREES_ABOVE}): W_ij / sqrt(d_i d_j) times the mean "
+            "degree, so a cluster of a few rows is cut by the degree it loses, not split off cheaply at low degree"
+        )
+    return "none", f"{n_clusters} clusters (at most {NORMALIZED_DEGREES_ABOVE}): each view's graph as built"
+
+
 def hidden_widths(n_train: int) -> tuple[int, ...]:
     """Per-view MLP widths by training rows (WIDTHS_BY_ROWS): 512-512-256 for small sets; while the
     whole training set is one batch (up to FULL_BATCH_MAX rows) a step's work grows with
@@ -715,6 +731,11 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 f"graph's k-way split may join two classes); normalized "
                 f"cut by components: {shown}",
             ),
+        )
+    if graph.degree_normalization == AUTO:
+        graph = dataclasses.replace(
+            graph,
+            degree_normalization=choose("graph.degree_normalization", *degree_normalization_rule(shape.n_clusters)),
         )
     if shape.views is not None and train.missing_view_batch_growth > 1:
         grown, reference, gaps = batch_for_missing_views(
