@@ -39,7 +39,7 @@ def copy_sources(destination: Path) -> Path:
 
 
 def copy_pages(root: Path) -> Path:
-    """README.md and docs/07-results.md copied under ``root`` (the layout ``--root`` reads)."""
+    """The pages (README.md, docs/07-results.md, BUILD_NOTES.md) copied under ``root`` (the layout ``--root`` reads)."""
     for page in rt.PAGES:
         (root / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / page, root / page)
@@ -61,7 +61,7 @@ def test_results_blocks_match_the_results_json(capsys):
     out = capsys.readouterr().out
     assert code == 0, f"results blocks are stale:\n{out}"
     assert out == ""
-    assert rt.PAGES == ("README.md", "docs/07-results.md")
+    assert rt.PAGES == ("README.md", "docs/07-results.md", "BUILD_NOTES.md")
     for page in rt.PAGES:
         found = {span.name for span in rt.find_blocks((ROOT / page).read_text(encoding="utf-8"))}
         assert found == {name for name, block in rt.BLOCKS.items() if block.page == page}
@@ -78,6 +78,18 @@ def test_check_fails_when_a_json_number_changes(tmp_path, capsys):
     assert "(block paper_results)" in out
     assert "-| BDGP, 10 seeds | 0.981 ± 0.006" in out and "+| BDGP, 10 seeds | 0.932 ±" in out
     assert "(block devsuite)" not in out and "(block robustness_bdgp)" not in out  # only the stale block
+
+
+def test_the_variants_summary_names_every_variant_below_nine_tenths_of_its_bar(tmp_path, capsys):
+    results = copy_sources(tmp_path / "results")
+    payload = json.loads((results / "devsuite_variants.json").read_text(encoding="utf-8"))
+    payload["results"]["WebKB+short"]["ratio"] = 0.85
+    (results / "devsuite_variants.json").write_text(json.dumps(payload), encoding="utf-8")
+    rendered = rt.render_devsuite_variants(rt.load_payloads("devsuite_variants", results))
+    assert rendered.rstrip().endswith("below 0.9: WebKB+short.")
+    assert "lowest 0.85 (WebKB+short)" in rendered
+    assert rt.main(["--check", "--results", str(results)]) == 1
+    assert "BUILD_NOTES.md (block devsuite_variants)" in capsys.readouterr().out
 
 
 def webkb_row(text: str) -> str:
