@@ -10,7 +10,7 @@ Two paths, both with the data-aware defaults (nothing set):
 * CLI: ``specrage train --dataset file:PATH`` (:func:`runs.experiment.run_experiment` with
   ``preset("file:...")``), its own k-means and SVM on its test split.
 
-Writes OUT.json (every run, the resolved settings) and OUT.md (per seed: k-means, SVM, gap; the
+Writes OUT.json (every run, the resolved settings, the CPU) and OUT.md (per seed: k-means, SVM, gap; the
 mean and the worst seed).
 
     PYTHONPATH=. python experiments/seed_spread.py --data-dir DATA --seeds 0 1 2 3 4
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from devsuite import cpu_model
 
 from specrage_jax import SpecRaGE
 from specrage_jax.config import preset
@@ -132,7 +133,9 @@ def main() -> None:
             results.setdefault(name, {})[path] = {"runs": runs, "summary": summary(runs)}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"seeds": args.seeds, "results": results}, indent=1))
+    out.with_suffix(".json").write_text(
+        json.dumps({"seeds": args.seeds, "cpu": cpu_model(), "results": results}, indent=1)
+    )
     out.with_suffix(".md").write_text(markdown(results, args.seeds))
     print(markdown(results, args.seeds))
 
