@@ -245,3 +245,28 @@ def test_naive_baselines_separate_a_separable_set():
     assert {"ACC", "ACC_std", "NMI", "NMI_std", "ARI", "ARI_std", "per_seed", "seconds"} <= set(best)
     assert entry["baselines"]["se_mean_graph/std"]["ACC"] == 1.0
     assert nb.best_baseline(entry)[1]["ACC"] == 1.0
+
+
+@pytest.mark.slow  # one default fit of 400 rows in 40 classes: ~20 s
+def test_default_estimator_on_forty_classes_of_ten_reaches_its_naive_baseline():
+    """The many-small-classes regime with nothing set: the generated 40 x 10 set (no files) gets a
+    neighbour count below the class size and degree-normalized graphs, and k-means on its embedding
+    reaches 0.95 of the best naive baseline committed for it."""
+    import json
+
+    from sklearn.cluster import KMeans
+
+    from specrage_jax import SpecRaGE
+    from specrage_jax.evaluation.metrics import clustering_accuracy
+
+    baselines = json.loads(
+        (Path(__file__).resolve().parents[1] / "experiments/results/devsuite_variants_baselines.json").read_text()
+    )
+    bar = max(entry["ACC"] for entry in baselines["latent40x10"]["baselines"].values())
+    data = dv.build_variant("latent40x10", "/unused", seed=0)
+    est = SpecRaGE(n_clusters=40, random_state=0)
+    embedding = est.fit_transform(list(data.views))
+    assert est.resolved_defaults_["graph.degree_normalization"]["value"] == "samples"
+    assert est.resolved_defaults_["graph.n_neighbors"]["value"] < 10
+    predicted = KMeans(n_clusters=40, n_init=10, random_state=0).fit_predict(embedding)
+    assert clustering_accuracy(data.labels, predicted) >= 0.95 * bar
