@@ -362,19 +362,28 @@ def render_devsuite(payloads: Payloads) -> str:
     """The development-suite table (the one experiments/devsuite.py writes to devsuite.md) and its summary."""
     payload = payloads["devsuite"]
     results = payload["results"]
-    kmeans_seeds = [s["seed"] for s in next(iter(results.values())).get("per_seed", [])]
     intro = (
-        f"Default estimator, seed {payload['seed']}, k-means seeds {seed_range(kmeans_seeds)} (n_init 10); "
+        f"Default estimator, seed {payload['seed']}, k-means seeds {kmeans_seed_range(results)} (n_init 10); "
         f"fit seconds on {payload['cpu']}."
     )
-    header = ["dataset", "protocol", "n", "ACC", "NMI", "fit s", "bar (ACC)", "ACC / bar", "l", "preprocessing"]
-    rows = [devsuite_row(name, result) for name, result in results.items()]
     bar_note = (
         "The bar is the best of the suite's four naive baselines (concatenated k-means and the exact "
         "spectral embedding of the mean 10-NN graph, each under two preprocessings; "
         "`devsuite/baselines.json`) or the paper-dataset target. "
     )
-    return "\n".join([intro, "", *markdown_table(header, rows), "", bar_note + devsuite_summary(results)]) + "\n"
+    return devsuite_block(intro, results, bar_note + devsuite_summary(results))
+
+
+def kmeans_seed_range(results: Mapping[str, Mapping[str, Any]]) -> str:
+    """The k-means seeds a devsuite payload's results were scored over, as a range."""
+    return seed_range([s["seed"] for s in next(iter(results.values())).get("per_seed", [])])
+
+
+def devsuite_block(intro: str, results: Mapping[str, Mapping[str, Any]], summary: str) -> str:
+    """A devsuite-style block: intro line, the per-dataset table, then the summary line."""
+    header = ["dataset", "protocol", "n", "ACC", "NMI", "fit s", "bar (ACC)", "ACC / bar", "l", "preprocessing"]
+    rows = [devsuite_row(name, result) for name, result in results.items()]
+    return "\n".join([intro, "", *markdown_table(header, rows), "", summary]) + "\n"
 
 
 def variants_summary_line(results: Mapping[str, Mapping[str, Any]]) -> str:
@@ -395,15 +404,12 @@ def render_devsuite_variants(payloads: Payloads) -> str:
     """The stress variants' table (as experiments/devsuite.py writes devsuite_variants.md) and its summary."""
     payload = payloads["devsuite_variants"]
     results = payload["results"]
-    kmeans_seeds = [s["seed"] for s in next(iter(results.values())).get("per_seed", [])]
     intro = (
-        f"Default estimator, fit seed {payload['seed']}, k-means seeds {seed_range(kmeans_seeds)} (n_init 10), "
+        f"Default estimator, fit seed {payload['seed']}, k-means seeds {kmeans_seed_range(results)} (n_init 10), "
         f"all rows; fit seconds on {payload['cpu']}. The bar is the best naive baseline of each variant "
         "(`experiments/results/devsuite_variants_baselines.json`)."
     )
-    header = ["dataset", "protocol", "n", "ACC", "NMI", "fit s", "bar (ACC)", "ACC / bar", "l", "preprocessing"]
-    rows = [devsuite_row(name, result) for name, result in results.items()]
-    return "\n".join([intro, "", *markdown_table(header, rows), "", variants_summary_line(results)]) + "\n"
+    return devsuite_block(intro, results, variants_summary_line(results))
 
 
 # ---------------------------------------------------------------------------------------------
