@@ -186,15 +186,13 @@ def test_complete_batches_are_degree_normalized_only_where_the_graph_config_says
     scaled = np.asarray(
         batch_affinities(codes, scales, GraphConfig(n_neighbors=4, scale_mode="batch", degree_normalization="samples"))
     )
+    # the formula itself: tests/test_incomplete_training.py; here, that complete batches are routed to it
     np.testing.assert_allclose(scaled, np.asarray(degree_normalized_affinities(jnp.asarray(plain))), rtol=1e-6)
-    # every sample's degree summed over the views is now the mean degree: none is cheap to cut off
-    degrees = plain.sum(axis=(0, 2))
-    summed = scaled.sum(axis=0)
-    scaled_degrees = summed.sum(axis=1)
-    assert degrees.std() > 0.05 * degrees.mean()
     np.testing.assert_array_equal(scaled > 0, plain > 0)  # the same edges, reweighted
-    expected = (plain.sum(axis=0) / np.sqrt(np.outer(degrees, degrees))).sum(axis=1) * degrees.mean()
-    np.testing.assert_allclose(scaled_degrees, expected, rtol=1e-5)
+    # the samples' summed degrees move toward their mean: a low-degree sample is no longer cheap to cut off
+    degrees, scaled_degrees = plain.sum(axis=(0, 2)), scaled.sum(axis=(0, 2))
+    assert degrees.std() / degrees.mean() > 0.05
+    assert scaled_degrees.std() / scaled_degrees.mean() < degrees.std() / degrees.mean()  # 0.34 -> 0.17 here
     with pytest.raises(ValueError, match="'auto' is resolved by SpecRaGE.fit"):
         batch_affinities(codes, scales, GraphConfig(n_neighbors=4, scale_mode="batch", degree_normalization="auto"))
     with pytest.raises(ValueError, match="degree_normalization"):

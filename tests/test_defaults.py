@@ -458,7 +458,6 @@ def test_resolution_on_tiny_many_class_and_one_view_data():
 @pytest.mark.parametrize(("n_clusters", "expected"), [(2, "none"), (20, "none"), (21, "samples"), (100, "samples")])
 def test_graphs_are_degree_normalized_only_for_many_clusters(n_clusters, expected):
     assert degree_normalization_rule(n_clusters)[0] == expected
-    assert data_rules.NORMALIZED_DEGREES_ABOVE == 20
 
 
 def test_an_explicit_degree_normalization_stays_with_many_clusters():
