@@ -304,6 +304,7 @@ class SiameseConfig:
     n_positive: int = _f(5, "positives per point: its nearest neighbours (3 for BDGP/Handwritten in the code)")
     margin: float = _f(1.0, "contrastive-loss margin")
     epochs: int = _f(20, "training epochs over the pairs")
+    steps_per_epoch: int = _f(0, "steps per epoch (each on fresh pairs); 0: one pass over the pairs")
     batch_size: int = _f(512, "pairs per step")
     learning_rate: float = _f(1e-3, "Adam learning rate")
     pair_block: int = _f(8192, "neighbours are exact within random blocks of this many rows")
@@ -321,7 +322,7 @@ class SiameseConfig:
     )
 
     def __post_init__(self) -> None:
-        _check_early_stopping("siamese", self.patience, self.min_delta)
+        _check_early_stopping("siamese", self.patience, self.min_delta, self.steps_per_epoch)
         _check_choice("siamese", "positives", self.positives, (*SIAMESE_POSITIVES, AUTO))
 
 
@@ -333,6 +334,7 @@ class AutoencoderConfig:
     hidden: tuple[int, ...] = _f((512, 512, 2048), "encoder widths; the decoder mirrors them")
     embedding_dim: int = _f(10, "code dimension")
     epochs: int = _f(100, "training epochs")
+    steps_per_epoch: int = _f(0, "steps per epoch (each on fresh rows); 0: one pass over the rows")
     batch_size: int = _f(256, "samples per step")
     learning_rate: float = _f(1e-3, "Adam learning rate")
     patience: int = _f(
@@ -341,13 +343,14 @@ class AutoencoderConfig:
     min_delta: float = _f(0.01, "relative improvement of the held-out loss that counts (patience)")
 
     def __post_init__(self) -> None:
-        _check_early_stopping("autoencoder", self.patience, self.min_delta)
+        _check_early_stopping("autoencoder", self.patience, self.min_delta, self.steps_per_epoch)
 
 
-def _check_early_stopping(section: str, patience: int, min_delta: float) -> None:
-    if patience < 0 or not 0.0 <= min_delta < 1.0:
+def _check_early_stopping(section: str, patience: int, min_delta: float, steps_per_epoch: int) -> None:
+    if patience < 0 or not 0.0 <= min_delta < 1.0 or steps_per_epoch < 0:
         raise ValueError(
-            f"{section}.patience must be >= 0 and {section}.min_delta in [0, 1); got {patience}, {min_delta}"
+            f"{section}.patience must be >= 0, {section}.steps_per_epoch >= 0 and {section}.min_delta in [0, 1); "
+            f"got {patience}, {steps_per_epoch}, {min_delta}"
         )
 
 
@@ -401,6 +404,18 @@ class EvalConfig:
 
     kmeans_n_init: int = _f(10, "k-means restarts")
     embed_batch_size: int = _f(4096, "samples per forward pass when embedding")
+    acc_every_epochs: int = _f(
+        0,
+        "`specrage train`: every N SpecRaGE epochs, k-means ACC of the validation rows' embedding (at most "
+        "10,000 rows), recorded in metrics.json under training.validation_acc: ACC against steps (0: off)",
+    )
+
+    def __post_init__(self) -> None:
+        if self.kmeans_n_init < 1 or self.embed_batch_size < 1 or self.acc_every_epochs < 0:
+            raise ValueError(
+                f"eval.kmeans_n_init and eval.embed_batch_size must be >= 1 and eval.acc_every_epochs >= 0; got "
+                f"{self.kmeans_n_init}, {self.embed_batch_size}, {self.acc_every_epochs}"
+            )
 
 
 @dataclass(frozen=True)
@@ -591,22 +606,27 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
             "train": {"epochs": 15, "batch_size": 4096},
             "data": {"preprocess": "none"},
         },
-        # The paper's InfiniteMNIST row (l 30, T 250000, AE + Siamese, 25 epochs), with four
-        # choices made on validation ACC (infinitemnist:20000; BUILD_NOTES "InfiniteMNIST"):
-        # autoencoder batches of 128 (twice the updates per epoch: its codes' 10-NN purity after 20
-        # epochs 0.740 vs 0.709 at 256), 512-512 Siamese nets (their inputs are 10-d codes) and the
-        # view nets' widths from the data rule (512-512-256 at 20k samples, the paper's 1024-1024-512
-        # from 50k rows); and batches of 4096 rows instead of 1024 (compare_configs.py, seeds 0 / 1:
-        # VAL 0.863 / 0.856 -> 0.943 / 0.893, TEST 0.874 / 0.856 -> 0.951 / 0.892; training, all stages,
-        # 213-214 s against 140-188 s on 2 CPU cores). At 1M, streamed from disk:
-        # experiments/bench_scaling.py --sizes 10000 100000 1000000 --ae.
+        # The paper's InfiniteMNIST row (l 30, T 250000, AE + Siamese), with choices made on
+        # validation ACC at 20k (BUILD_NOTES "InfiniteMNIST"): autoencoder batches of 128, 512-512
+        # Siamese nets on the 10-d codes, view nets by the data rule, batches of 4096 rows. Every
+        # stage's cost is a step budget, not passes over n: epochs of at most 500 steps for the
+        # pre-training nets, each stopping once its held-out loss stalls; the Siamese pairs drawn
+        # from at most 100,000 rows; SpecRaGE epochs of 20 steps, at most 50 of them, stopped
+        # earlier by the plateau schedule (two learning-rate drops). One command at any n:
+        # experiments/infinitemnist_curve.py --sizes 20000 100000 1000000.
         "infinitemnist": {
             "model": {**near_uniform, "view_hidden": AUTO_WIDTHS},
             "graph": {"n_neighbors": 30},
-            "train": {"epochs": 25, "batch_size": 4096},
+            "train": {
+                "epochs": 50,
+                "batch_size": 4096,
+                "steps_per_epoch": 20,
+                "lr_patience": 5,
+                "min_lr": AUTO_MIN_LR,
+            },
             "data": {"preprocess": "none"},
-            "siamese": {"enabled": True, "hidden": (512, 512)},
-            "autoencoder": {"enabled": True, "batch_size": 128},
+            "siamese": {"enabled": True, "hidden": (512, 512), "max_samples": 100_000, "steps_per_epoch": 500},
+            "autoencoder": {"enabled": True, "batch_size": 128, "steps_per_epoch": 500},
         },
     }
     return presets.get(dataset.split(":")[0], {})

@@ -213,8 +213,32 @@ def test_a_stage_stops_once_its_held_out_loss_stalls_and_never_trains_on_held_ou
 def test_early_stopping_settings_are_checked():
     with pytest.raises(ValueError, match="siamese.patience must be >= 0"):
         SiameseConfig(patience=-1)
-    with pytest.raises(ValueError, match="autoencoder.patience must be >= 0 and autoencoder.min_delta"):
+    with pytest.raises(ValueError, match="autoencoder.min_delta in"):
         AutoencoderConfig(min_delta=1.0)
+    with pytest.raises(ValueError, match="autoencoder.steps_per_epoch >= 0"):
+        AutoencoderConfig(steps_per_epoch=-1)
+
+
+def test_an_epoch_of_at_most_steps_per_epoch_batches_draws_fresh_items_each_epoch():
+    from specrage_jax.training.pretrain import epoch_length, run_minibatch_epochs
+
+    assert [epoch_length(1000, 100, cap) for cap in (0, 4, 10, 50)] == [10, 4, 10, 10]
+    with pytest.raises(ValueError, match="steps_per_epoch must be >= 0"):
+        epoch_length(1000, 100, -1)
+    n, batches = 1000, []
+
+    def step(state, batch):
+        batches.append(np.asarray(batch[0]))
+        return state, np.float32(1.0)
+
+    run = run_minibatch_epochs(
+        None, step, n, lambda idx: (idx,), batch_size=50, epochs=3, seed=0, desc="t", progress=False,
+        steps_per_epoch=4,
+    )  # fmt: skip
+    assert len(run.losses) == 3 and len(batches) == 12  # 3 epochs of 4 steps, not of 20
+    epochs = [np.concatenate(batches[i : i + 4]) for i in (0, 4, 8)]
+    assert all(np.unique(e).size == 200 for e in epochs)  # without replacement within an epoch
+    assert not np.array_equal(np.sort(epochs[0]), np.sort(epochs[1]))  # fresh items the next epoch
 
 
 def test_the_autoencoder_stops_early_on_held_out_rows():

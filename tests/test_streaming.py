@@ -303,7 +303,7 @@ def test_evaluation_subsample_is_seeded_and_recorded(tmp_path):
     first = run_experiment(name, config, seed=0, stream=True, eval_max_rows=50, figure=False)
     again = run_experiment(name, config, seed=0, stream=True, eval_max_rows=50, figure=False)
     rows = first["test"]["eval_rows"]
-    assert rows["kmeans_test_rows"] == 50 and rows["svm_train_rows"] == 50 and rows["svm_test_rows"] == 180
+    assert rows["kmeans_test_rows"] == 180 and rows["svm_train_rows"] == 50 and rows["svm_test_rows"] == 180
     assert first["test"]["kmeans"] == again["test"]["kmeans"] and first["test"]["svm"] == again["test"]["svm"]
 
 

@@ -345,7 +345,7 @@ def health(raw: np.ndarray, labels: np.ndarray, n_clusters: int, config: Experim
 
 # --- row subsets --------------------------------------------------------------------------------
 
-EVAL_SUBSAMPLE_STREAM = 7  # np.random.default_rng([seed, 7, 0 (SVM train) | 1 (k-means test) | 2 (defaults)])
+EVAL_SUBSAMPLE_STREAM = 7  # np.random.default_rng([seed, 7, 0 (SVM train) | 2 (defaults)])
 
 
 def evaluation_rows(n: int, max_rows: int | None, *, seed: int, stream: int) -> np.ndarray | None:

@@ -212,8 +212,8 @@ def build_parser(dataset_for_help: str | None = None) -> argparse.ArgumentParser
         type=int,
         default=None,
         metavar="N",
-        help="streamed runs: k-means and the SVM's training set use at most N seeded random rows "
-        "(default 100000; 0: every row); recorded in metrics.json under test.eval_rows",
+        help="streamed runs: the SVM's training set uses at most N seeded random rows (default 100000; "
+        "0: every row; k-means always reads every test row); recorded in metrics.json under test.eval_rows",
     )
     train.add_argument(
         "--coordinator",

@@ -136,6 +136,42 @@ def symmetrize(w: jax.Array, how: str) -> jax.Array:
     raise ValueError(f"symmetrize must be 'mean', 'max' or 'none', got {how!r}")
 
 
+def knn_gaussian_neighbors(
+    x: jax.Array,
+    n_neighbors: int,
+    scale: jax.Array | float | None = None,
+    *,
+    scale_neighbor: int | None = None,
+    bandwidth_factor: float = 2.0,
+    include_self: bool = False,
+    present: jax.Array | None = None,
+    distinct: bool = False,
+) -> tuple[jax.Array, jax.Array]:
+    """Each row's l nearest neighbours in one view of a batch and their kNN Gaussian weights: the
+    rows of the directed graph :func:`knn_gaussian_affinity` scatters and symmetrizes.
+
+    Args: as :func:`knn_gaussian_affinity` (x (m, d), l, sigma or None for this batch's).
+
+    Returns:
+      (indices (m, l) int, weights (m, l)): W_ij = exp(-d_ij^2 / (c sigma^2)) for j the l nearest
+      rows of i, nearest first; 0 for i itself (``include_self``) and for neighbours that are not
+      there (absent rows, removed copies).
+    """
+    chex.assert_rank(x, 2)
+    m = x.shape[0]
+    d2 = neighbor_sq_distances(x, present=present, distinct=distinct)
+    knn_d2, idx = nearest_neighbors(d2, n_neighbors, include_self=include_self)  # absent rows: at inf
+    if scale is None:
+        scale = (
+            median_neighbor_scale(knn_d2, scale_neighbor or n_neighbors)
+            if present is None
+            else present_neighbor_scale(knn_d2, present, scale_neighbor or n_neighbors)
+        )
+    values = jnp.exp(-knn_d2 / (bandwidth_factor * jnp.square(scale))).astype(x.dtype)
+    self_loops = idx == jnp.arange(m)[:, None]  # self-loops do not change the Laplacian
+    return idx, jnp.where(self_loops, jnp.zeros((), x.dtype), values)
+
+
 def knn_gaussian_affinity(
     x: jax.Array,
     n_neighbors: int,
@@ -174,19 +210,18 @@ def knn_gaussian_affinity(
       W: (m, m), non-negative, zero diagonal (and zero on absent rows and columns), symmetric
       unless 'none'.
     """
-    chex.assert_rank(x, 2)
+    idx, values = knn_gaussian_neighbors(
+        x,
+        n_neighbors,
+        scale,
+        scale_neighbor=scale_neighbor,
+        bandwidth_factor=bandwidth_factor,
+        include_self=include_self,
+        present=present,
+        distinct=distinct,
+    )
     m = x.shape[0]
-    d2 = neighbor_sq_distances(x, present=present, distinct=distinct)
-    knn_d2, idx = nearest_neighbors(d2, n_neighbors, include_self=include_self)  # absent rows: at inf
-    if scale is None:
-        scale = (
-            median_neighbor_scale(knn_d2, scale_neighbor or n_neighbors)
-            if present is None
-            else present_neighbor_scale(knn_d2, present, scale_neighbor or n_neighbors)
-        )
-    values = jnp.exp(-knn_d2 / (bandwidth_factor * jnp.square(scale)))
-    w = jnp.zeros((m, m), x.dtype).at[jnp.arange(m)[:, None], idx].set(values.astype(x.dtype))
-    w = w * (1.0 - jnp.eye(m, dtype=w.dtype))  # self-loops do not change the Laplacian
+    w = jnp.zeros((m, m), x.dtype).at[jnp.arange(m)[:, None], idx].set(values)
     return symmetrize(w, symmetrize_how)
 
 

@@ -20,6 +20,7 @@ from specrage_jax.config import MISSING_VIEW_DEGREES, GraphConfig
 from specrage_jax.ops.affinity import (
     degree_normalized_affinities,
     knn_gaussian_affinity,
+    knn_gaussian_neighbors,
     view_count_balanced_affinities,
 )
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
@@ -81,6 +82,51 @@ def batch_affinities(
     if mask is None:
         return complete_batch_degrees(affinities, graph.degree_normalization)
     return missing_view_balanced(affinities, mask, graph.missing_view_degrees)
+
+
+def reads_as_edges(graph: GraphConfig, mask: jax.Array | None) -> bool:
+    """Whether Eq. 4 of a batch equals its value over each view's directed kNN edges
+    (:func:`knn_edge_graph`): every view present (``mask`` None), a symmetrization Eq. 4 cannot
+    tell from the directed graph ('mean' or 'none': the loss reads only W's symmetric part
+    (W + W^T)/2, and sum_ij W_ij f_ij = sum_ij (W + W^T)_ij f_ij / 2 for symmetric f) and no degree
+    normalization (which needs the symmetrized degrees)."""
+    return mask is None and graph.symmetrize in ("mean", "none") and graph.degree_normalization == "none"
+
+
+def knn_edge_graph(codes: Sequence[jax.Array], view_scales: jax.Array, graph: GraphConfig) -> EdgeGraph:
+    """Every view's directed kNN graph of a complete batch as an :class:`EdgeGraph` of m * l edges:
+    (i, j) for j among the l nearest rows of i, weighted W_ij (:func:`knn_gaussian_neighbors`).
+    Where :func:`reads_as_edges` holds, Eq. 4 over it equals Eq. 4 over :func:`batch_affinities`'
+    dense (V, m, m) graphs, at O(m l k) instead of O(m^2 k) and without the m x m scatter."""
+    per_batch = graph.scale_mode == "batch"
+    senders, receivers, weights = [], [], []
+    for v, x in enumerate(codes):
+        idx, values = knn_gaussian_neighbors(
+            x,
+            graph.n_neighbors,
+            None if per_batch else view_scales[v],
+            scale_neighbor=graph.sigma_neighbor,
+            bandwidth_factor=graph.bandwidth_factor,
+            include_self=graph.include_self,
+            distinct=graph.distinct_neighbors,
+        )
+        senders.append(jnp.repeat(jnp.arange(x.shape[0], dtype=idx.dtype), graph.n_neighbors))
+        receivers.append(idx.reshape(-1))
+        weights.append(values.reshape(-1))
+    return EdgeGraph(jnp.stack(senders), jnp.stack(receivers), jnp.stack(weights))
+
+
+def batch_graph(
+    codes: Sequence[jax.Array], view_scales: jax.Array, graph: GraphConfig, mask: jax.Array | None = None
+) -> jax.Array | EdgeGraph:
+    """The graphs Eq. 4 reads for a batch built from its affinity inputs: directed kNN edge lists
+    (:func:`knn_edge_graph`) where they give the same loss (:func:`reads_as_edges`), else the
+    dense (V, m, m) :func:`batch_affinities`."""
+    if reads_as_edges(graph, mask):
+        if graph.scale_mode not in ("batch", "global"):
+            raise ValueError(f"graph.scale_mode must be 'global' or 'batch', got {graph.scale_mode!r}")
+        return knn_edge_graph(codes, view_scales, graph)
+    return batch_affinities(codes, view_scales, graph, mask)
 
 
 def complete_batch_degrees(affinities: jax.Array, how: str) -> jax.Array:

@@ -40,6 +40,7 @@ from specrage_jax.evaluation.metrics import accuracy_by_views, cluster_scores, s
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.overrides import config_to_dict
+from specrage_jax.runs.acc_trace import AccuracyTrace, accuracy_trace
 from specrage_jax.runs.prepare import (
     PreparedSplits,
     PretrainResult,
@@ -137,26 +138,24 @@ def evaluate_state(
     """Test metrics (k-means on the test embedding; SVM trained on train, scored on test) and the
     embedding's health (recorded under "health": orthogonality, spread, largest cluster, problems).
 
-    ``max_rows`` (streamed runs) bounds the evaluation: k-means runs on at most that many seeded
-    random test rows and the SVM trains on at most that many training rows (so only those are
-    embedded); it still scores every test row. The row counts are recorded in the metrics under
-    "eval_rows". None (the default): every row, and no "eval_rows" entry.
+    k-means runs on every test row (the paper's evaluation). ``max_rows`` (streamed runs) bounds
+    the SVM's training set to at most that many seeded random training rows (so only those are
+    embedded); it still scores every test row. The row counts are then recorded in the metrics
+    under "eval_rows". None (the default): every row, and no "eval_rows" entry.
     """
     batch = config.eval.embed_batch_size
     n_train, n_test = len(splits.train_labels), len(splits.test_labels)
     svm_rows = evaluation_rows(n_train, max_rows, seed=seed, stream=0)
-    kmeans_rows = evaluation_rows(n_test, max_rows, seed=seed, stream=1)
     y_train, _ = embed(state, select_rows(splits.train, svm_rows), batch_size=batch)
     train_labels = splits.train_labels if svm_rows is None else splits.train_labels[svm_rows]
     test = pipeline.embed_rows(state, splits.test, config)
     y_test, alpha_test = test.embedding, with_left_out_views(test.view_weights, splits.scalers)
-    rows = slice(None) if kmeans_rows is None else kmeans_rows
-    kmeans_labels = splits.test_labels[rows]
+    kmeans_labels = splits.test_labels
     n_clusters = split_clusters(splits)
     # scikit-learn's threads, as a run's k-means has always run (its centres' last bits depend on them)
-    clusters = pipeline.cluster(y_test[rows], n_clusters, config, seed=seed, one_thread=False)
+    clusters = pipeline.cluster(y_test, n_clusters, config, seed=seed, one_thread=False)
     predicted, centres = clusters.labels, clusters.centres
-    health = pipeline.health(test.raw[rows], predicted, n_clusters, config)
+    health = pipeline.health(test.raw, predicted, n_clusters, config)
     metrics = {
         "kmeans": cluster_scores(kmeans_labels, predicted),
         "svm": svm_metrics(y_train, train_labels, y_test, splits.test_labels, seed=seed),
@@ -166,7 +165,7 @@ def evaluate_state(
     }
     test_present = present_views(splits.test)
     if not test_present.all():  # views missing: how each group of test samples fares
-        metrics["kmeans_by_views"] = accuracy_by_views(kmeans_labels, predicted, test_present[rows])
+        metrics["kmeans_by_views"] = accuracy_by_views(kmeans_labels, predicted, test_present)
     if max_rows is not None:
         metrics["eval_rows"] = {
             "max_rows": int(max_rows),
@@ -229,7 +228,7 @@ class RunOutputs:
 
 
 STREAM_AUTO_MIN_ROWS = 250_000  # stream infinitemnist / memmap:DIR from disk from this many samples on
-STREAM_EVAL_MAX_ROWS = 100_000  # a streamed run's k-means / SVM-training rows (seeded subsample above)
+STREAM_EVAL_MAX_ROWS = 100_000  # a streamed run's SVM-training rows (seeded subsample above)
 
 
 def should_stream(dataset: str, stream: bool | None, data_dir: str | None = None) -> bool:
@@ -270,7 +269,7 @@ def run_experiment(
     ``stream`` (see :func:`should_stream`; None: automatic) reads the dataset from disk on demand
     (infinitemnist[:N] generated once into ``cache_dir``, default DATA_DIR/specrage_cache, or
     memmap:DIR): splits are row sets over the files, the autoencoders train on gathered batches and
-    encode chunk by chunk, and the evaluation subsamples at most ``eval_max_rows`` rows (None: all).
+    encode chunk by chunk, and the SVM trains on at most ``eval_max_rows`` rows (None: all).
     The in-memory path (``stream`` False) is unchanged.
 
     ``report`` receives the data-aware settings as resolved ({setting: {value, why}}) and the
@@ -337,7 +336,8 @@ def _run_loaded(
     eval_max_rows: int | None = None,
     report: Callable[[dict[str, Any], tuple[Stage, ...]], None] | None = None,
 ) -> dict[str, Any]:
-    """:func:`run_experiment` on loaded (or opened) data."""
+    """:func:`run_experiment` on loaded (or opened) data; ``start`` is when loading began."""
+    data_seconds = time.perf_counter() - start  # loading, or generating a streamed dataset's files
     config = with_n_components(config, data.n_classes)
     out = None if out_dir is None else Path(out_dir)
     ckpt_dir = None if out is None or not config.checkpoint.every_epochs else out / "checkpoints"
@@ -385,6 +385,7 @@ def _run_loaded(
             set_run_status(ckpt_dir, "failed")
         raise
     result = outputs.result
+    result["timing"]["data_seconds"] = data_seconds
     if out is not None and config.checkpoint.save_model:  # several processes: all join the save
         save_start = time.perf_counter()
         save_inference_model(
@@ -442,7 +443,7 @@ def train_and_evaluate(
     """Split, preprocess, pre-train, train (checkpointing into ``ckpt_dir`` when given; continuing
     from it with ``resume``) and evaluate; ``config.model.n_components`` must be set. ``dataset``
     names the data in the record (default ``data.name``). ``data`` may be a ``StreamedViews``
-    (read from disk on demand); ``eval_max_rows`` then bounds the evaluation (:func:`evaluate_state`).
+    (read from disk on demand); ``eval_max_rows`` then bounds the SVM's training rows (:func:`evaluate_state`).
     Settings left to the data (:meth:`ExperimentConfig.auto`) are resolved on the training split
     and recorded under "resolved_defaults"; ``report`` receives that record and the stage plan
     (:func:`run_plan.stage_plan`) before training."""
@@ -461,7 +462,7 @@ def train_and_evaluate(
         report(resolved, stage_plan(config, n_train=len(splits.train_labels), n_views=len(splits.train)))
     train_start = time.perf_counter()
     with preemption.watch():  # SIGTERM / SIGINT stop pre-training and training at a step boundary
-        pretrained, checkpointer, state, history, fit_seconds = _train_stages(
+        pretrained, checkpointer, state, history, fit_seconds, trace = _train_stages(
             splits, config, seed, dataset, ckpt_dir, resume, mesh
         )
     stage_seconds = dict(pretrained.timings)
@@ -488,6 +489,7 @@ def train_and_evaluate(
             **history.as_dict(),
             "resumed_from_epoch": None if checkpointer is None else checkpointer.resumed_from,
             **({"resumed_from_step": resumed_steps} if resumed_steps else {}),
+            **({"validation_acc": trace.records} if trace is not None else {}),
         },
         "config": config_to_dict(config),
         "resolved_defaults": resolved,
@@ -509,10 +511,13 @@ def _train_stages(
     ckpt_dir: Path | None,
     resume: bool,
     mesh: Mesh | None,
-) -> tuple[PretrainResult, TrainingCheckpointer | None, SpecRaGEState, History, float]:
+) -> tuple[PretrainResult, TrainingCheckpointer | None, SpecRaGEState, History, float, AccuracyTrace | None]:
     """The pre-training stages, then SpecRaGE (and the seconds it took), checkpointing into
-    ``ckpt_dir`` (resuming from it)."""
+    ``ckpt_dir`` (resuming from it); with ``eval.acc_every_epochs`` the validation ACC against
+    epochs (of the epochs this process trained: a resumed run's trace starts where it resumed)."""
     pretrained = _pretrain_for_run(splits, config, seed=seed, ckpt_dir=ckpt_dir, resume=resume)
+    ps = pretrained.splits
+    trace = accuracy_trace(ps.val, ps.val_labels, config, n_clusters=split_clusters(ps), seed=seed)
     fit_start = time.perf_counter()
     checkpointer = None
     if ckpt_dir is not None:
@@ -533,8 +538,9 @@ def _train_stages(
             checkpointer=checkpointer,
             resume=resume,
             mesh=mesh,
+            on_epoch_end=trace,
         )
     finally:
         if checkpointer is not None:
             checkpointer.close()
-    return pretrained, checkpointer, state, history, time.perf_counter() - fit_start
+    return pretrained, checkpointer, state, history, time.perf_counter() - fit_start, trace

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from specrage_jax.config import VIEW_NETS_UNTIL_STALL, ExperimentConfig
+from specrage_jax.training.pretrain import epoch_length
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple
                 "autoencoders",
                 n_views,
                 config.autoencoder.epochs,
-                n_train // m,
+                epoch_length(n_train, m, config.autoencoder.steps_per_epoch),
                 m,
                 "rows",
                 "--autoencoder-epochs (autoencoder.epochs)",
@@ -58,7 +59,7 @@ def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple
                 "Siamese nets",
                 n_views,
                 config.siamese.epochs,
-                pairs // m,
+                epoch_length(pairs, m, config.siamese.steps_per_epoch),
                 m,
                 "pairs",
                 "--siamese-epochs (siamese.epochs)",

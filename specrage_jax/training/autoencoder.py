@@ -66,6 +66,7 @@ def train_autoencoder(
         lambda idx: (x[idx],),
         batch_size=config.batch_size,
         epochs=config.epochs,
+        steps_per_epoch=config.steps_per_epoch,
         seed=seed,
         desc=f"autoencoder {name}",
         progress=progress,

@@ -104,6 +104,19 @@ def scan_epoch(
     return jax.lax.scan(one_batch, state, batches)
 
 
+def epoch_length(n_items: int, batch_size: int, steps_per_epoch: int) -> int:
+    """Batches in one epoch over ``n_items`` items: a pass (n_items // batch_size), capped at
+    ``steps_per_epoch`` when that is positive.
+
+    Raises:
+      ValueError: a negative ``steps_per_epoch``.
+    """
+    if steps_per_epoch < 0:
+        raise ValueError(f"steps_per_epoch must be >= 0 (0: one pass over the items), got {steps_per_epoch}")
+    one_pass = n_items // batch_size
+    return min(one_pass, steps_per_epoch) if steps_per_epoch else one_pass
+
+
 def run_minibatch_epochs(
     state: NetState,
     step: Step,
@@ -115,6 +128,7 @@ def run_minibatch_epochs(
     seed: int,
     desc: str,
     progress: bool,
+    steps_per_epoch: int = 0,
     loss: Loss | None = None,
     stopping: EarlyStopping | None = None,
     device_arrays: tuple[np.ndarray, ...] | None = None,
@@ -123,6 +137,10 @@ def run_minibatch_epochs(
     """Shuffled mini-batches over n items, ``take(indices)`` building each batch's arrays (so
     pair datasets are gathered per batch, never materialized). The batch is at most n, so small
     data still trains; a last partial batch is dropped (fixed shapes, one compile).
+
+    An epoch is ``steps_per_epoch`` batches drawn without replacement from a fresh shuffle of
+    the items, or one pass over them when that is fewer (0: always one pass). So a stage's cost
+    follows the steps its held-out loss needs, not the number of items.
 
     With ``stopping`` (and ``loss``, the batch loss without the update), a seeded
     ``HOLDOUT_FRACTION`` of the items is held out and the loop ends once their loss has not
@@ -136,6 +154,7 @@ def run_minibatch_epochs(
     rng = np.random.default_rng(seed)
     train_items, held = holdout_split(n, stopping if loss is not None else None, rng)
     m = min(batch_size, train_items.size)
+    epoch_items = epoch_length(train_items.size, m, steps_per_epoch) * m
     losses: list[float] = []
     held_losses: list[float] = []
     best, bad = np.inf, 0
@@ -143,7 +162,7 @@ def run_minibatch_epochs(
     watch = preemption.active()
     on_device = None if device_arrays is None else tuple(jax.device_put(np.asarray(a)) for a in device_arrays)
     for _ in bar:
-        order = train_items[rng.permutation(train_items.size)]
+        order = train_items[rng.permutation(train_items.size)[:epoch_items]]
         if on_device is not None:
             batches = order[: (order.size // m) * m].reshape(-1, m).astype(np.int32)
             state, epoch_losses = scan_epoch(step, gather, state, on_device, jnp.asarray(batches))

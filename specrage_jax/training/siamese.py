@@ -227,6 +227,7 @@ def train_siamese(
         lambda idx: (x[first[idx]], x[second[idx]], is_positive[idx]),
         batch_size=config.batch_size,
         epochs=config.epochs,
+        steps_per_epoch=config.steps_per_epoch,
         seed=seed,
         desc=f"siamese {name}",
         progress=progress,

@@ -28,7 +28,7 @@ import optax
 from flax import nnx
 
 from specrage_jax.nets.state import SpecRaGEState, in_view_nets
-from specrage_jax.ops.objective import EdgeGraph, batch_affinities, spectral_objective
+from specrage_jax.ops.objective import EdgeGraph, batch_graph, spectral_objective
 from specrage_jax.ops.ortho import orthonormalizer
 
 # The view dropout's random stream: folded with the step count, so every run (and a resumed one)
@@ -166,7 +166,7 @@ def loss_of_fused(state: SpecRaGEState, batch: Batch, y: jax.Array, alpha: jax.A
     from its affinity inputs unless given)."""
     affinities = batch.affinities
     if affinities is None:
-        affinities = batch_affinities(batch.affinity_inputs, state.view_scales, state.graph, batch.mask)
+        affinities = batch_graph(batch.affinity_inputs, state.view_scales, state.graph, batch.mask)
     return spectral_objective(y, alpha, affinities, state.graph, batch.mask)
 
 

@@ -1,0 +1,90 @@
+"""A complete batch's graphs as directed kNN edge lists (``ops.objective.knn_edge_graph``): Eq. 4
+and its gradient equal the dense graphs' wherever ``reads_as_edges`` holds, and the training
+step takes the edge lists exactly there."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from specrage_jax.config import GraphConfig
+from specrage_jax.ops.affinity import knn_gaussian_affinity, knn_gaussian_neighbors
+from specrage_jax.ops.objective import (
+    EdgeGraph,
+    batch_affinities,
+    batch_graph,
+    knn_edge_graph,
+    reads_as_edges,
+    spectral_objective,
+)
+
+M = 120
+
+
+@pytest.fixture(scope="module")
+def batch() -> tuple[list[jax.Array], jax.Array, jax.Array, jax.Array]:
+    """(codes of two views (one with an exact copy), output y (M, 4), weights alpha (M, 2), scales)."""
+    rng = np.random.default_rng(0)
+    first = rng.standard_normal((M, 5)).astype(np.float32)
+    first[5] = first[7]
+    codes = [jnp.asarray(first), jnp.asarray(rng.standard_normal((M, 3)).astype(np.float32))]
+    y = jnp.asarray(rng.standard_normal((M, 4)).astype(np.float32))
+    alpha = jax.nn.softmax(jnp.asarray(rng.standard_normal((M, 2)).astype(np.float32)))
+    return codes, y, alpha, jnp.asarray([1.3, 0.7])
+
+
+SETTINGS = list(itertools.product(("mean", "none"), (True, False), (True, False), (True, False), ("batch", "global")))
+
+
+NAMES = ("symmetrize", "weights_in_affinity", "mass_normalized", "include_self", "scale_mode")
+
+
+@pytest.mark.parametrize(NAMES, SETTINGS)
+def test_edge_lists_give_the_dense_graphs_loss_and_gradient(
+    batch, symmetrize, weights_in_affinity, mass_normalized, include_self, scale_mode
+):
+    codes, y, alpha, scales = batch
+    graph = GraphConfig(
+        n_neighbors=10,
+        symmetrize=symmetrize,
+        weights_in_affinity=weights_in_affinity,
+        mass_normalized=mass_normalized,
+        include_self=include_self,
+        distinct_neighbors=include_self,  # both switches, on half the cases
+        scale_mode=scale_mode,
+    )
+    assert reads_as_edges(graph, None)
+
+    def loss(out: jax.Array, graphs: jax.Array | EdgeGraph) -> jax.Array:
+        return spectral_objective(out, alpha, graphs, graph)
+
+    dense, edges = batch_affinities(codes, scales, graph), knn_edge_graph(codes, scales, graph)
+    assert edges.senders.shape == (2, M * 10)
+    np.testing.assert_allclose(loss(y, edges), loss(y, dense), rtol=1e-5)
+    np.testing.assert_allclose(jax.grad(loss)(y, edges), jax.grad(loss)(y, dense), rtol=1e-4, atol=1e-7)
+
+
+def test_the_neighbour_weights_scattered_are_the_affinity(batch):
+    codes = batch[0]
+    idx, weights = knn_gaussian_neighbors(codes[0], 8, include_self=True)
+    w = jnp.zeros((M, M)).at[jnp.arange(M)[:, None], idx].set(weights)
+    assert float(jnp.max(jnp.abs(jnp.diag(w)))) == 0.0  # the row itself weighs nothing
+    np.testing.assert_array_equal(0.5 * (w + w.T), knn_gaussian_affinity(codes[0], 8, include_self=True))
+
+
+@pytest.mark.parametrize(
+    ("change", "masked"),
+    [({"symmetrize": "max"}, False), ({"degree_normalization": "samples"}, False), ({}, True)],
+)
+def test_dense_graphs_where_edge_lists_would_differ(batch, change, masked):
+    """The union of kNN graphs, degree-normalized graphs and batches with missing views keep the dense form."""
+    codes, _, _, scales = batch
+    graph = GraphConfig(n_neighbors=10, **change)
+    mask = jnp.ones((M, 2), bool).at[:10, 1].set(False) if masked else None
+    assert not reads_as_edges(graph, mask)
+    assert batch_graph(codes, scales, graph, mask).shape == (2, M, M)
+    assert isinstance(batch_graph(codes, scales, GraphConfig(n_neighbors=10), None), EdgeGraph)
