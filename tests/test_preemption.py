@@ -199,3 +199,39 @@ def test_train_loop_stops_within_an_epoch_and_resumes_bitwise(tmp_path):
     for a, b in zip(jax.tree.leaves(resumed.params), jax.tree.leaves(expected.params), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     np.testing.assert_array_equal(np.asarray(resumed.r_inv), np.asarray(expected.r_inv))
+
+
+# The InfiniteMNIST pipeline streamed from disk with every stage small: 40 SpecRaGE steps an epoch
+PIPELINE_ARGS = ["--dataset", "infinitemnist:1500", "--stream", "on", "--epochs", "3", "--seed", "0", "--quiet",
+                 "--no-figure", "--checkpoint-every", "1", "--set", "model.view_hidden=32,32",
+                 "--set", "train.batch_size=128", "--set", "train.steps_per_epoch=40",
+                 "--set", "autoencoder.hidden=32,32", "--set", "autoencoder.epochs=2",
+                 "--set", "autoencoder.steps_per_epoch=10", "--set", "siamese.hidden=32",
+                 "--set", "siamese.epochs=1", "--set", "siamese.steps_per_epoch=10",
+                 "--set", "eval.kmeans_n_init=1"]  # fmt: skip
+
+
+@pytest.mark.slow  # three runs of the streamed InfiniteMNIST pipeline (~1-2 min on 2 cores)
+def test_sigterm_in_the_specrage_stage_of_a_streamed_infinitemnist_run_resumes_to_the_same_metrics(tmp_path):
+    from tests.test_streaming import fake_mnist
+
+    data = str(fake_mnist(tmp_path / "data", n_train=600, n_test=200))
+    run, full = tmp_path / "run", tmp_path / "full"
+    env = env_for(tmp_path)
+    args = [*PIPELINE_ARGS, "--data-dir", data]
+    proc = subprocess.Popen(specrage("train", *args, "--out", str(run)), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    signal_after_first_checkpoint(proc, run, proc.pid)  # pre-training done: in SpecRaGE's second epoch
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == PREEMPTED_EXIT_CODE, stderr[-3000:]
+    found = LINE.findall(stderr)
+    assert len(found) == 1 and 40 < int(found[0][0]) < 120, stderr[-3000:]  # within SpecRaGE's second epoch
+    resumed = subprocess.run(specrage("train", "--resume", str(run), "--quiet", "--no-figure"), env=env,
+                             capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed from the checkpoint after epoch" in resumed.stdout
+    uninterrupted = subprocess.run(specrage("train", *args, "--out", str(full)), env=env, capture_output=True,
+                                   text=True, timeout=600)  # fmt: skip
+    assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
+    assert json.loads((run / "metrics.json").read_text())["stream"]["storage_dtype"] == "float32"
+    assert_same_run(run, full)  # test k-means and SVM metrics, losses, weights and R^-1: exactly equal
