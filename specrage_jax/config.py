@@ -304,7 +304,9 @@ class SiameseConfig:
     n_positive: int = _f(5, "positives per point: its nearest neighbours (3 for BDGP/Handwritten in the code)")
     margin: float = _f(1.0, "contrastive-loss margin")
     epochs: int = _f(20, "training epochs over the pairs")
-    steps_per_epoch: int = _f(0, "steps per epoch (each on fresh pairs); 0: one pass over the pairs")
+    steps_per_epoch: int = _f(
+        0, "steps per epoch (the held-out check), over fresh shuffles of the pairs; 0: one pass over the pairs"
+    )
     batch_size: int = _f(512, "pairs per step")
     learning_rate: float = _f(1e-3, "Adam learning rate")
     pair_block: int = _f(8192, "neighbours are exact within random blocks of this many rows")
@@ -334,7 +336,9 @@ class AutoencoderConfig:
     hidden: tuple[int, ...] = _f((512, 512, 2048), "encoder widths; the decoder mirrors them")
     embedding_dim: int = _f(10, "code dimension")
     epochs: int = _f(100, "training epochs")
-    steps_per_epoch: int = _f(0, "steps per epoch (each on fresh rows); 0: one pass over the rows")
+    steps_per_epoch: int = _f(
+        0, "steps per epoch (the held-out check), over fresh shuffles of the rows; 0: one pass over the rows"
+    )
     batch_size: int = _f(256, "samples per step")
     learning_rate: float = _f(1e-3, "Adam learning rate")
     patience: int = _f(
@@ -609,7 +613,7 @@ def _preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
         # The paper's InfiniteMNIST row (l 30, T 250000, AE + Siamese), with choices made on
         # validation ACC at 20k (BUILD_NOTES "InfiniteMNIST"): autoencoder batches of 128, 512-512
         # Siamese nets on the 10-d codes, view nets by the data rule, batches of 4096 rows. Every
-        # stage's cost is a step budget, not passes over n: epochs of at most 500 steps for the
+        # stage's cost is a step budget, not passes over n: epochs of 500 steps for the
         # pre-training nets, each stopping once its held-out loss stalls; the Siamese pairs drawn
         # from at most 100,000 rows; SpecRaGE epochs of 20 steps, at most 50 of them, stopped
         # earlier by the plateau schedule (two learning-rate drops). One command at any n:

@@ -219,10 +219,10 @@ def test_early_stopping_settings_are_checked():
         AutoencoderConfig(steps_per_epoch=-1)
 
 
-def test_an_epoch_of_at_most_steps_per_epoch_batches_draws_fresh_items_each_epoch():
-    from specrage_jax.training.pretrain import epoch_length, run_minibatch_epochs
+def test_an_epoch_of_steps_per_epoch_batches_draws_fresh_items_each_epoch():
+    from specrage_jax.training.pretrain import epoch_length, epoch_order, run_minibatch_epochs
 
-    assert [epoch_length(1000, 100, cap) for cap in (0, 4, 10, 50)] == [10, 4, 10, 10]
+    assert [epoch_length(1000, 100, steps) for steps in (0, 4, 10, 50)] == [10, 4, 10, 50]
     with pytest.raises(ValueError, match="steps_per_epoch must be >= 0"):
         epoch_length(1000, 100, -1)
     n, batches = 1000, []
@@ -239,6 +239,8 @@ def test_an_epoch_of_at_most_steps_per_epoch_batches_draws_fresh_items_each_epoc
     epochs = [np.concatenate(batches[i : i + 4]) for i in (0, 4, 8)]
     assert all(np.unique(e).size == 200 for e in epochs)  # without replacement within an epoch
     assert not np.array_equal(np.sort(epochs[0]), np.sort(epochs[1]))  # fresh items the next epoch
+    order = epoch_order(np.arange(100), 250, np.random.default_rng(0))  # more steps than one pass
+    assert [np.unique(order[s : s + 100]).size for s in (0, 100)] == [100, 100] and np.unique(order[200:]).size == 50
 
 
 def test_the_autoencoder_stops_early_on_held_out_rows():

@@ -105,16 +105,22 @@ def scan_epoch(
 
 
 def epoch_length(n_items: int, batch_size: int, steps_per_epoch: int) -> int:
-    """Batches in one epoch over ``n_items`` items: a pass (n_items // batch_size), capped at
-    ``steps_per_epoch`` when that is positive.
+    """Batches in one epoch: ``steps_per_epoch`` when positive, else one pass over ``n_items``
+    (n_items // batch_size).
 
     Raises:
       ValueError: a negative ``steps_per_epoch``.
     """
     if steps_per_epoch < 0:
         raise ValueError(f"steps_per_epoch must be >= 0 (0: one pass over the items), got {steps_per_epoch}")
-    one_pass = n_items // batch_size
-    return min(one_pass, steps_per_epoch) if steps_per_epoch else one_pass
+    return steps_per_epoch or n_items // batch_size
+
+
+def epoch_order(items: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` of ``items`` in the order an epoch trains on them: passes over a fresh shuffle
+    each, the last one cut short (so no item repeats before every item has come once)."""
+    passes = -(-count // items.size)
+    return np.concatenate([items[rng.permutation(items.size)] for _ in range(passes)])[:count]
 
 
 def run_minibatch_epochs(
@@ -138,9 +144,10 @@ def run_minibatch_epochs(
     pair datasets are gathered per batch, never materialized). The batch is at most n, so small
     data still trains; a last partial batch is dropped (fixed shapes, one compile).
 
-    An epoch is ``steps_per_epoch`` batches drawn without replacement from a fresh shuffle of
-    the items, or one pass over them when that is fewer (0: always one pass). So a stage's cost
-    follows the steps its held-out loss needs, not the number of items.
+    An epoch is ``steps_per_epoch`` batches (:func:`epoch_order`: passes over fresh shuffles of
+    the items), or with 0 one pass over them. With steps_per_epoch set, the held-out loss is
+    checked every that many steps whatever the number of items, so a stage's cost follows the steps
+    its held-out loss needs, not n.
 
     With ``stopping`` (and ``loss``, the batch loss without the update), a seeded
     ``HOLDOUT_FRACTION`` of the items is held out and the loop ends once their loss has not
@@ -162,7 +169,7 @@ def run_minibatch_epochs(
     watch = preemption.active()
     on_device = None if device_arrays is None else tuple(jax.device_put(np.asarray(a)) for a in device_arrays)
     for _ in bar:
-        order = train_items[rng.permutation(train_items.size)[:epoch_items]]
+        order = epoch_order(train_items, epoch_items, rng)
         if on_device is not None:
             batches = order[: (order.size // m) * m].reshape(-1, m).astype(np.int32)
             state, epoch_losses = scan_epoch(step, gather, state, on_device, jnp.asarray(batches))
