@@ -17,11 +17,16 @@ def test_the_plan_lists_every_stage_with_its_bound():
     stages = stage_plan(preset("infinitemnist:20000"), n_train=14400, n_views=2)
     assert [s.name for s in stages] == ["autoencoders", "Siamese nets", "SpecRaGE"]
     autoencoders, siamese, specrage = stages
-    assert (autoencoders.nets, autoencoders.epochs, autoencoders.steps_per_epoch) == (2, 100, 14400 // 128)
-    assert siamese.steps_per_epoch == 14400 * 2 * 5 // 512 and "--siamese-epochs" in siamese.bound_by
-    assert specrage.epochs == 25 and "--epochs" in specrage.bound_by
+    assert (autoencoders.nets, autoencoders.epochs, autoencoders.steps_per_epoch) == (2, 100, 500)
+    assert siamese.steps_per_epoch == 500 and "--siamese-epochs" in siamese.bound_by
+    assert (specrage.epochs, specrage.steps_per_epoch) == (50, 20) and "--epochs" in specrage.bound_by
     lines = format_plan(stages)
-    assert lines[0].startswith("1. autoencoders: 2 nets x 100 epochs x 112 steps of 128 rows (22,400 steps")
+    assert lines[0].startswith("1. autoencoders: 2 nets x 100 epochs x 500 steps of 128 rows (100,000 steps")
+    assert "144000 pairs from 14400 rows" in lines[1]
+    one_pass = dataclasses.replace(
+        preset("infinitemnist"), autoencoder=dataclasses.replace(preset("infinitemnist").autoencoder, steps_per_epoch=0)
+    )
+    assert stage_plan(one_pass, n_train=14400, n_views=2)[0].steps_per_epoch == 14400 // 128  # a pass
     assert "at most: stops once the loss of held-out rows stalls for 3 epochs" in lines[0]
     assert "held-out pairs" in lines[1]
     no_stop = dataclasses.replace(
