@@ -19,7 +19,7 @@ def test_the_plan_lists_every_stage_with_its_bound():
     autoencoders, siamese, specrage = stages
     assert (autoencoders.nets, autoencoders.epochs, autoencoders.steps_per_epoch) == (2, 100, 500)
     assert siamese.steps_per_epoch == 500 and "--siamese-epochs" in siamese.bound_by
-    assert (specrage.epochs, specrage.steps_per_epoch) == (50, 20) and "--epochs" in specrage.bound_by
+    assert (specrage.epochs, specrage.steps_per_epoch) == (25, 20) and "--epochs" in specrage.bound_by
     lines = format_plan(stages)
     assert lines[0].startswith("1. autoencoders: 2 nets x 100 epochs x 500 steps of 128 rows (100,000 steps")
     assert "144000 pairs from 14400 rows" in lines[1]
