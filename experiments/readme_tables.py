@@ -413,6 +413,64 @@ def render_devsuite_variants(payloads: Payloads) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# blocks: infinitemnist_headline (README) and infinitemnist_curve (docs/03)
+
+CURVE_PAGE = "docs/03-reproducing-the-paper.md"
+STAGE_LABELS = {
+    "data": "data",
+    "autoencoders": "autoencoders",
+    "siamese": "Siamese",
+    "specrage": "SpecRaGE",
+    "evaluation": "evaluation",
+}
+
+
+def curve_runs(payloads: Payloads) -> list[dict[str, Any]]:
+    """The CPU runs of the InfiniteMNIST curve that record their stage times, by n."""
+    runs = payloads["infinitemnist_curve"]["runs"]
+    return sorted((r for r in runs if r["device_kind"] == "cpu" and "stage_seconds" in r), key=lambda r: r["n"])
+
+
+def render_infinitemnist_headline(payloads: Payloads) -> str:
+    """One sentence: the largest CPU run of the curve, its wall time, ACC and peak memory."""
+    run = curve_runs(payloads)[-1]
+    return (
+        f"InfiniteMNIST at **{run['n']:,} samples**, the whole pipeline (generating the samples, autoencoders, "
+        f"Siamese nets, SpecRaGE, evaluation) in one command on 2 CPU cores, {run['cpu_model']}: "
+        f"**{run['wall_seconds'] / 60:.0f} minutes**, test k-means ACC **{run['kmeans_acc']:.3f}** "
+        f"(NMI {run['kmeans_nmi']:.3f}; the paper: 0.991 ± 0.003), peak host memory "
+        f"{run['peak_host_bytes'] / 2**30:.1f} GiB ([the curve](docs/03-reproducing-the-paper.md#infinitemnist))."
+    )
+
+
+def render_infinitemnist_curve(payloads: Payloads) -> str:
+    """The cost curve: per n, wall and stage seconds, SpecRaGE steps, ACC, SVM, peak host memory."""
+    runs = curve_runs(payloads)
+    stages = list(runs[0]["stage_seconds"])
+    header = ["n", "wall s", *(f"{STAGE_LABELS.get(s, s)} s" for s in stages), "SpecRaGE steps"]
+    header += ["test k-means ACC", "SVM", "peak host GiB"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in runs:
+        cells = [f"{r['n']:,}", f"{r['wall_seconds']:.0f}", *(f"{r['stage_seconds'][s]:.0f}" for s in stages)]
+        cells += [f"{r['specrage_steps']:,}", f"{r['kmeans_acc']:.4f}", f"{r['svm_acc']:.4f}"]
+        cells.append(f"{r['peak_host_bytes'] / 2**30:.1f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    cpus = sorted({r["cpu_model"] for r in runs})
+    sampled = [r for r in runs if r.get("eval_rows")]
+    notes = [
+        "",
+        f"Seed 0, 2 CPU cores, {', '.join(cpus)}, one `specrage train --dataset infinitemnist:N` per row, "
+        "wall time from the process's start (generating the samples included) to its exit. k-means runs on "
+        "every test row (20 % of n).",
+    ]
+    if sampled:
+        rows = sampled[0]["eval_rows"]["svm_train_rows"]
+        notes[-1] += f" At n {sampled[0]['n']:,} and above the SVM trains on {rows:,} seeded training rows."
+    notes += ["", f"Rerun a row: `{runs[-1]['command']}`."]
+    return "\n".join(lines + notes)
+
+
+# ---------------------------------------------------------------------------------------------
 # the registry of blocks
 
 
@@ -431,6 +489,8 @@ BLOCKS: dict[str, Block] = {
     "robustness_bdgp": Block(("fusion_bdgp", ROBUSTNESS_SEEDS), render_robustness_bdgp, RESULTS_PAGE),
     "devsuite": Block(("devsuite",), render_devsuite, RESULTS_PAGE),
     "devsuite_variants": Block(("devsuite_variants",), render_devsuite_variants, NOTES_PAGE),
+    "infinitemnist_headline": Block(("infinitemnist_curve",), render_infinitemnist_headline, README_PAGE),
+    "infinitemnist_curve": Block(("infinitemnist_curve",), render_infinitemnist_curve, CURVE_PAGE),
 }
 PAGES: tuple[str, ...] = tuple(dict.fromkeys(block.page for block in BLOCKS.values()))
 
