@@ -41,3 +41,12 @@ def test_the_table_keeps_the_largest_groups_of_many_views_in_their_order():
     shown = [line.split()[2] for line in metrics_table(run_result(by_views)).splitlines() if "ACC views" in line]
     largest = sorted(range(len(sizes)), key=lambda i: -sizes[i])[:MAX_GROUP_ROWS]
     assert shown == [str(i) for i in sorted(largest)]
+
+
+def test_the_table_says_when_the_svm_trained_on_a_sample_of_the_training_rows():
+    assert "seeded training rows" not in metrics_table(run_result())
+    sampled = run_result()
+    sampled["test"]["eval_rows"] = {"svm_train_rows": 50, "kmeans_test_rows": 10}
+    lines = metrics_table(sampled).splitlines()
+    svm = next(i for i, line in enumerate(lines) if line.startswith("SVM macro precision"))
+    assert lines[svm + 1] == "(the SVM trained on 50 seeded training rows of 80)"

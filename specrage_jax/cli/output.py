@@ -41,6 +41,9 @@ def metrics_table(result: dict) -> str:
         )
         lines.insert(1, f"missing views: {share} of the samples")
     lines += [f"{name:<22}{100 * value:>7.2f}%" for name, value in rows]
+    sampled = test.get("eval_rows")
+    if sampled and sampled["svm_train_rows"] < n["train"]:  # a streamed run's bounded SVM
+        lines.append(f"(the SVM trained on {sampled['svm_train_rows']:,} seeded training rows of {n['train']:,})")
     weights = ", ".join(f"{w:.2f}" for w in test["mean_view_weights"])
     lines += [
         "-" * 30,
