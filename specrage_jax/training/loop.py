@@ -20,7 +20,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
-from tqdm.auto import tqdm
 
 from specrage_jax.config import VIEW_NETS_UNTIL_STALL, ExperimentConfig, GraphConfig, TrainConfig, unresolved_message
 from specrage_jax.data.lazy import check_streamed_views, is_streamed, streamed_mask
@@ -34,6 +33,7 @@ from specrage_jax.training.device_epoch import (
     train_epoch_on_device,
 )
 from specrage_jax.training.distributed import host_local, local_rows
+from specrage_jax.training.progress import epoch_progress
 from specrage_jax.training.schedule import PlateauState, plateau_update, should_stop, stalls
 from specrage_jax.training.sharding import (
     check_batch_divisible,
@@ -411,15 +411,7 @@ def train_loop(
     scheduled = not math.isnan(lr)  # the optimizer holds its learning rate as a hyperparameter
     if scheduled:
         state = state.with_learning_rate(lr)
-    bar = tqdm(
-        range(start_epoch, config.epochs),
-        desc="train",
-        unit="epoch",
-        disable=not config.progress,
-        leave=True,
-        initial=start_epoch,
-        total=config.epochs,
-    )
+    bar = epoch_progress(range(start_epoch, config.epochs), desc="train", enabled=config.progress, leave=True)
     frozen_outputs = None  # the frozen view nets' outputs on the whole set, once they are frozen
     with preemption.watch(handle_signals) as watch:
         for epoch in bar:

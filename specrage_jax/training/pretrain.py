@@ -10,10 +10,10 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
 from specrage_jax.nets.netstate import NetState
 from specrage_jax.training import preemption
+from specrage_jax.training.progress import epoch_progress
 
 HOLDOUT_FRACTION = 0.05  # items held out to decide when a stage stops
 HOLDOUT_MAX = 4096
@@ -165,7 +165,7 @@ def run_minibatch_epochs(
     losses: list[float] = []
     held_losses: list[float] = []
     best, bad = np.inf, 0
-    bar = tqdm(range(epochs), desc=desc, unit="epoch", disable=not progress, leave=False)
+    bar = epoch_progress(range(epochs), desc=desc, enabled=progress, leave=False)
     watch = preemption.active()
     on_device = None if device_arrays is None else tuple(jax.device_put(np.asarray(a)) for a in device_arrays)
     for _ in bar:
