@@ -26,7 +26,9 @@ def test_the_plan_lists_every_stage_with_its_bound():
     one_pass = dataclasses.replace(
         preset("infinitemnist"), autoencoder=dataclasses.replace(preset("infinitemnist").autoencoder, steps_per_epoch=0)
     )
-    assert stage_plan(one_pass, n_train=14400, n_views=2)[0].steps_per_epoch == 14400 // 128  # a pass
+    assert stage_plan(one_pass, n_train=14400, n_views=2)[0].steps_per_epoch == (14400 - 720) // 128  # a pass
+    tiny = stage_plan(preset("infinitemnist"), n_train=720, n_views=2)  # too few rows to hold out: passes
+    assert tiny[0].steps_per_epoch == 720 // 128 and tiny[1].steps_per_epoch == 500
     assert "at most: stops once the loss of held-out rows stalls for 3 epochs" in lines[0]
     assert "held-out pairs" in lines[1]
     no_stop = dataclasses.replace(

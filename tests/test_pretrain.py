@@ -220,25 +220,32 @@ def test_early_stopping_settings_are_checked():
 
 
 def test_an_epoch_of_steps_per_epoch_batches_draws_fresh_items_each_epoch():
-    from specrage_jax.training.pretrain import epoch_length, epoch_order, run_minibatch_epochs
+    from specrage_jax.training.pretrain import EarlyStopping, epoch_length, epoch_order, run_minibatch_epochs
 
     assert [epoch_length(1000, 100, steps) for steps in (0, 4, 10, 50)] == [10, 4, 10, 50]
     with pytest.raises(ValueError, match="steps_per_epoch must be >= 0"):
         epoch_length(1000, 100, -1)
-    n, batches = 1000, []
+    n, batches = 2000, []
 
     def step(state, batch):
         batches.append(np.asarray(batch[0]))
         return state, np.float32(1.0)
 
+    def held_out(state, batch):
+        return np.float32(1.0 / (len(batches) + 1))  # always improving: no early stop
+
     run = run_minibatch_epochs(
         None, step, n, lambda idx: (idx,), batch_size=50, epochs=3, seed=0, desc="t", progress=False,
-        steps_per_epoch=4,
+        steps_per_epoch=4, loss=held_out, stopping=EarlyStopping(patience=3, min_delta=0.01),
     )  # fmt: skip
-    assert len(run.losses) == 3 and len(batches) == 12  # 3 epochs of 4 steps, not of 20
+    assert len(run.losses) == 3 and len(batches) == 12  # 3 epochs of 4 steps, not of 38
     epochs = [np.concatenate(batches[i : i + 4]) for i in (0, 4, 8)]
     assert all(np.unique(e).size == 200 for e in epochs)  # without replacement within an epoch
     assert not np.array_equal(np.sort(epochs[0]), np.sort(epochs[1]))  # fresh items the next epoch
+    batches.clear()  # nothing held out (no early stopping): an epoch is one pass whatever steps_per_epoch says
+    run_minibatch_epochs(None, step, n, lambda idx: (idx,), batch_size=50, epochs=1, seed=0, desc="t",
+                         progress=False, steps_per_epoch=4)  # fmt: skip
+    assert len(batches) == n // 50
     order = epoch_order(np.arange(100), 250, np.random.default_rng(0))  # more steps than one pass
     assert [np.unique(order[s : s + 100]).size for s in (0, 100)] == [100, 100] and np.unique(order[200:]).size == 50
 

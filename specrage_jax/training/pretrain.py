@@ -46,11 +46,17 @@ class StageRun:
     held_out_losses: list[float]
 
 
-def holdout_split(n: int, stopping: EarlyStopping | None, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(training items, held-out items) of range(n): ``HOLDOUT_FRACTION`` of them (at most
-    ``HOLDOUT_MAX``) held out when early stopping is on and that is at least ``HOLDOUT_MIN``."""
+def held_out_count(n: int, patience: int) -> int:
+    """Items held out of n to stop on: ``HOLDOUT_FRACTION`` of them (at most ``HOLDOUT_MAX``)
+    with early stopping on (``patience`` > 0), none where that is below ``HOLDOUT_MIN``."""
     held = min(HOLDOUT_MAX, int(n * HOLDOUT_FRACTION))
-    if stopping is None or not stopping.patience or held < HOLDOUT_MIN:
+    return held if patience and held >= HOLDOUT_MIN else 0
+
+
+def holdout_split(n: int, stopping: EarlyStopping | None, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(training items, held-out items) of range(n): :func:`held_out_count` of them held out."""
+    held = held_out_count(n, 0 if stopping is None else stopping.patience)
+    if not held:
         return np.arange(n), np.arange(0)
     order = rng.permutation(n)
     return np.sort(order[held:]), np.sort(order[:held])
@@ -147,7 +153,8 @@ def run_minibatch_epochs(
     An epoch is ``steps_per_epoch`` batches (:func:`epoch_order`: passes over fresh shuffles of
     the items), or with 0 one pass over them. With steps_per_epoch set, the held-out loss is
     checked every that many steps whatever the number of items, so a stage's cost follows the steps
-    its held-out loss needs, not n.
+    its held-out loss needs, not n. Where nothing is held out (no ``stopping``, or too few items
+    for ``HOLDOUT_MIN``), an epoch is one pass.
 
     With ``stopping`` (and ``loss``, the batch loss without the update), a seeded
     ``HOLDOUT_FRACTION`` of the items is held out and the loop ends once their loss has not
@@ -161,7 +168,8 @@ def run_minibatch_epochs(
     rng = np.random.default_rng(seed)
     train_items, held = holdout_split(n, stopping if loss is not None else None, rng)
     m = min(batch_size, train_items.size)
-    epoch_items = epoch_length(train_items.size, m, steps_per_epoch) * m
+    # nothing held out (too few items to stop on): an epoch is one pass, so `epochs` bounds the passes
+    epoch_items = epoch_length(train_items.size, m, steps_per_epoch if held.size else 0) * m
     losses: list[float] = []
     held_losses: list[float] = []
     best, bad = np.inf, 0
