@@ -305,7 +305,9 @@ class SiameseConfig:
     margin: float = _f(1.0, "contrastive-loss margin")
     epochs: int = _f(20, "training epochs over the pairs")
     steps_per_epoch: int = _f(
-        0, "steps per epoch (the held-out check), over fresh shuffles of the pairs; 0: one pass over the pairs"
+        0,
+        "steps per epoch (the held-out check), over fresh shuffles of the pairs; 0, or too few pairs to hold "
+        "any out: one pass over the pairs",
     )
     batch_size: int = _f(512, "pairs per step")
     learning_rate: float = _f(1e-3, "Adam learning rate")
@@ -337,7 +339,9 @@ class AutoencoderConfig:
     embedding_dim: int = _f(10, "code dimension")
     epochs: int = _f(100, "training epochs")
     steps_per_epoch: int = _f(
-        0, "steps per epoch (the held-out check), over fresh shuffles of the rows; 0: one pass over the rows"
+        0,
+        "steps per epoch (the held-out check), over fresh shuffles of the rows; 0, or too few rows to hold "
+        "any out: one pass over the rows",
     )
     batch_size: int = _f(256, "samples per step")
     learning_rate: float = _f(1e-3, "Adam learning rate")
