@@ -335,7 +335,8 @@ def test_cli_stream_flags(tmp_path, capsys):
     small = [a for item in SMALL for a in ("--set", item)]
     assert main(args + small + ["--set", "autoencoder.enabled=false", "--eval-max-rows", "40"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["test"]["eval_rows"]["kmeans_test_rows"] == 40 and "stream" in metrics
+    rows = metrics["test"]["eval_rows"]
+    assert rows["svm_train_rows"] == 40 and rows["kmeans_test_rows"] == 60 and "stream" in metrics  # every test row
     record = json.loads((out / "checkpoints" / "run.json").read_text())
     assert (
         record["stream"] is True
