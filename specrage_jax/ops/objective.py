@@ -53,6 +53,16 @@ def edge_graph(affinities: Any) -> EdgeGraph:
     return EdgeGraph(jnp.asarray(senders), jnp.asarray(receivers), jnp.asarray(weights))
 
 
+def neighbor_options(graph: GraphConfig) -> dict[str, Any]:
+    """The kNN Gaussian weights' options ``graph`` sets (sigma's neighbour, c, self, copies)."""
+    return {
+        "scale_neighbor": graph.sigma_neighbor,
+        "bandwidth_factor": graph.bandwidth_factor,
+        "include_self": graph.include_self,
+        "distinct": graph.distinct_neighbors,
+    }
+
+
 def batch_affinities(
     codes: Sequence[jax.Array], view_scales: jax.Array, graph: GraphConfig, mask: jax.Array | None = None
 ) -> jax.Array:
@@ -69,12 +79,9 @@ def batch_affinities(
                 x,
                 graph.n_neighbors,
                 None if per_batch else view_scales[v],
-                scale_neighbor=graph.sigma_neighbor,
-                bandwidth_factor=graph.bandwidth_factor,
-                include_self=graph.include_self,
                 symmetrize_how=graph.symmetrize,
                 present=None if mask is None else mask[:, v],
-                distinct=graph.distinct_neighbors,
+                **neighbor_options(graph),
             )
             for v, x in enumerate(codes)
         ]
@@ -102,13 +109,7 @@ def knn_edge_graph(codes: Sequence[jax.Array], view_scales: jax.Array, graph: Gr
     senders, receivers, weights = [], [], []
     for v, x in enumerate(codes):
         idx, values = knn_gaussian_neighbors(
-            x,
-            graph.n_neighbors,
-            None if per_batch else view_scales[v],
-            scale_neighbor=graph.sigma_neighbor,
-            bandwidth_factor=graph.bandwidth_factor,
-            include_self=graph.include_self,
-            distinct=graph.distinct_neighbors,
+            x, graph.n_neighbors, None if per_batch else view_scales[v], **neighbor_options(graph)
         )
         senders.append(jnp.repeat(jnp.arange(x.shape[0], dtype=idx.dtype), graph.n_neighbors))
         receivers.append(idx.reshape(-1))
