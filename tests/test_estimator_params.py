@@ -151,3 +151,9 @@ def test_an_estimator_fits_with_its_optimizer_reproducibly_and_keeps_it_through_
     unpickled = pickle.loads(pickle.dumps(est.set_params(optimizer=None)))  # optax's closures do not pickle
     assert unpickled.state_.tx is adam_optimizer()
     np.testing.assert_array_equal(unpickled.transform(blobs), embedding)
+
+
+def test_constructor_arguments_are_keyword_only():
+    with pytest.raises(TypeError):
+        SpecRaGE(10)  # type: ignore[misc]
+    assert SpecRaGE(n_components=10).n_components == 10

@@ -152,9 +152,9 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
 
     def __init__(
         self,
+        *,
         n_components: int | None = None,
         n_clusters: int | None = None,
-        *,
         n_neighbors: int | None = None,
         scale_neighbor: int | None = None,
         scale_mode: str | None = None,
