@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from specrage_jax.config import GraphConfig
-from specrage_jax.ops.affinity import knn_gaussian_affinity, knn_gaussian_neighbors
+from specrage_jax.ops.affinity import knn_gaussian_neighbors
 from specrage_jax.ops.objective import (
     EdgeGraph,
     batch_affinities,
@@ -68,12 +68,19 @@ def test_edge_lists_give_the_dense_graphs_loss_and_gradient(
     np.testing.assert_allclose(jax.grad(loss)(y, edges), jax.grad(loss)(y, dense), rtol=1e-4, atol=1e-7)
 
 
-def test_the_neighbour_weights_scattered_are_the_affinity(batch):
-    codes = batch[0]
-    idx, weights = knn_gaussian_neighbors(codes[0], 8, include_self=True)
-    w = jnp.zeros((M, M)).at[jnp.arange(M)[:, None], idx].set(weights)
-    assert float(jnp.max(jnp.abs(jnp.diag(w)))) == 0.0  # the row itself weighs nothing
-    np.testing.assert_array_equal(0.5 * (w + w.T), knn_gaussian_affinity(codes[0], 8, include_self=True))
+def test_the_neighbour_weights_are_the_gaussian_of_each_rows_nearest_rows(batch):
+    """Checked against a NumPy brute force: the 8 nearest other rows, sigma the median distance to
+    the 8th, W = exp(-d^2 / (2 sigma^2))."""
+    x = np.asarray(batch[0][1], np.float64)
+    idx, weights = knn_gaussian_neighbors(jnp.asarray(x, jnp.float32), 8)
+    d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1) + np.diag(np.full(M, np.inf))
+    nearest = np.argsort(d2, axis=1)[:, :8]
+    sigma = np.median(np.sqrt(np.take_along_axis(d2, nearest[:, 7:], axis=1)))
+    np.testing.assert_array_equal(np.sort(np.asarray(idx), axis=1), np.sort(nearest, axis=1))
+    expected = np.exp(-np.take_along_axis(d2, np.asarray(idx), axis=1) / (2 * sigma**2))
+    np.testing.assert_allclose(weights, expected, rtol=1e-4)
+    _, with_self = knn_gaussian_neighbors(jnp.asarray(x, jnp.float32), 8, include_self=True)
+    assert float(jnp.max(jnp.abs(with_self[:, 0]))) == 0.0  # the row itself comes first and weighs nothing
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from specrage_jax.config import VIEW_NETS_UNTIL_STALL, ExperimentConfig
-from specrage_jax.training.pretrain import epoch_length, held_out_count
+from specrage_jax.training.pretrain import stage_epoch_steps
 
 
 @dataclass(frozen=True)
@@ -33,13 +33,6 @@ def early_stop_note(patience: int, items: str) -> str:
     return f"at most: stops once the loss of held-out {items} stalls for {patience} epochs" if patience else ""
 
 
-def pretraining_epoch(n_items: int, batch_size: int, steps_per_epoch: int, patience: int) -> int:
-    """Steps in one epoch of a pre-training stage (``training.pretrain.run_minibatch_epochs``):
-    ``steps_per_epoch`` where items are held out to stop on, else one pass over the items."""
-    held = held_out_count(n_items, patience)
-    return epoch_length(n_items - held, batch_size, steps_per_epoch if held else 0)
-
-
 def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple[Stage, ...]:
     """The stages a run of ``config`` trains on ``n_train`` rows of ``n_views`` views, in order."""
     stages = []
@@ -50,7 +43,7 @@ def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple
                 "autoencoders",
                 n_views,
                 config.autoencoder.epochs,
-                pretraining_epoch(n_train, m, config.autoencoder.steps_per_epoch, config.autoencoder.patience),
+                stage_epoch_steps(n_train, m, config.autoencoder.steps_per_epoch, config.autoencoder.patience),
                 m,
                 "rows",
                 "--autoencoder-epochs (autoencoder.epochs)",
@@ -66,7 +59,7 @@ def stage_plan(config: ExperimentConfig, *, n_train: int, n_views: int) -> tuple
                 "Siamese nets",
                 n_views,
                 config.siamese.epochs,
-                pretraining_epoch(pairs, m, config.siamese.steps_per_epoch, config.siamese.patience),
+                stage_epoch_steps(pairs, m, config.siamese.steps_per_epoch, config.siamese.patience),
                 m,
                 "pairs",
                 "--siamese-epochs (siamese.epochs)",

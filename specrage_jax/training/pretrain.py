@@ -122,6 +122,14 @@ def epoch_length(n_items: int, batch_size: int, steps_per_epoch: int) -> int:
     return steps_per_epoch or n_items // batch_size
 
 
+def stage_epoch_steps(n_items: int, batch_size: int, steps_per_epoch: int, patience: int) -> int:
+    """Steps in one epoch of a pre-training stage over ``n_items`` items: ``steps_per_epoch``
+    where items are held out to stop on (:func:`held_out_count`), else one pass over the items
+    left for training (with 0 always one pass)."""
+    held = held_out_count(n_items, patience)
+    return epoch_length(n_items - held, min(batch_size, n_items - held), steps_per_epoch if held else 0)
+
+
 def epoch_order(items: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
     """``count`` of ``items`` in the order an epoch trains on them: passes over a fresh shuffle
     each, the last one cut short (so no item repeats before every item has come once)."""
@@ -168,8 +176,8 @@ def run_minibatch_epochs(
     rng = np.random.default_rng(seed)
     train_items, held = holdout_split(n, stopping if loss is not None else None, rng)
     m = min(batch_size, train_items.size)
-    # nothing held out (too few items to stop on): an epoch is one pass, so `epochs` bounds the passes
-    epoch_items = epoch_length(train_items.size, m, steps_per_epoch if held.size else 0) * m
+    patience = stopping.patience if stopping is not None and loss is not None else 0
+    epoch_items = stage_epoch_steps(n, batch_size, steps_per_epoch, patience) * m
     losses: list[float] = []
     held_losses: list[float] = []
     best, bad = np.inf, 0
