@@ -90,6 +90,15 @@ class ModelConfig:
         "trained, orthogonal: the paper's output)",
     )
 
+    single_view_nets: bool = _f(
+        False,
+        "one more net per view (the view nets' widths), trained after the fusion to reproduce the "
+        "fused output Y~ from that view alone (training/single_view.py): a sample given with one "
+        "view is embedded by it, so it lands where the samples with every view land; samples with "
+        "two or more views are fused as before. false: a one-view sample is its view net's output, "
+        "which is only that view's part of the fused sum. Not in the paper",
+    )
+
     def __post_init__(self) -> None:
         for name in ("hidden_activation", "output_activation", "weighting_activation"):
             _check_choice("model", name, getattr(self, name), ACTIVATIONS)
@@ -177,6 +186,14 @@ class GraphConfig:
         "fusion of the samples that will have only that view. 0: off. Complete data: unchanged. "
         "Not in the paper",
     )
+    view_alignment: float = _f(
+        0.0,
+        "mu: adds mu times Eq. 4 (held constant) times the views' disagreement D = sum_v sum_i "
+        "||Y^(v)_i - Y_i||^2 / sum_i ||Y_i||^2 (Y^(v) view v's output through R^-1, Y the fused "
+        "output held constant), so each view's output is itself the embedding: a sample with one "
+        "view lands where the fused samples are, and a weight can leave out a view that is wrong "
+        "for a sample. 0: the paper's form (the views' outputs are parts of the fused sum). Not in the paper",
+    )
     weight_balance: float = _f(
         0.0,
         "lambda_b: adds lambda_b KL(mean_i alpha_i || uniform) to the loss, which "
@@ -198,7 +215,7 @@ class GraphConfig:
         if not 0 <= self.view_dropout <= 1:
             raise ValueError(f"graph.view_dropout must be in [0, 1]; got {self.view_dropout!r}")
         _check_positive("graph", "bandwidth_factor", self.bandwidth_factor)
-        for name in ("weight_balance", "weight_entropy"):
+        for name in ("view_alignment", "weight_balance", "weight_entropy"):
             value = getattr(self, name)
             if not value >= 0 or value == float("inf"):
                 raise ValueError(f"graph.{name} must be finite and >= 0; got {value!r}")
@@ -486,9 +503,14 @@ class ExperimentConfig:
                 view_hidden=AUTO_WIDTHS,
                 temperature=1.0,
                 output_rows="unit",
+                single_view_nets=True,
             ),
             graph=dataclasses.replace(
-                base.graph, n_neighbors=0, weights_in_affinity=False, weight_entropy=0.001, degree_normalization=AUTO
+                base.graph,
+                n_neighbors=0,
+                weights_in_affinity=False,
+                weight_entropy=0.001,
+                degree_normalization=AUTO,
             ),
             train=dataclasses.replace(
                 base.train,

@@ -309,13 +309,15 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             val_codes=None if codes is None else codes[1],
             tx=self.optimizer,
         )
-        state = pipeline.output_map(
+        state = pipeline.finish_model(
             state,
             pretrained.train,
             None if codes is None else codes[0],
             n_clusters=n_clusters,
             batch_size=config.train.batch_size,
             seed=seed,
+            chunk_rows=config.eval.embed_batch_size,
+            progress=config.train.progress,
         )
         rows = pipeline.embed_rows(state, pretrained.rest, config)
         embedding = rows.embedding  # what transform() returns

@@ -1,7 +1,7 @@
 """The training pipeline that the estimator (``SpecRaGE.fit``) and the CLI (``specrage train``)
 both run, one function per stage:
 
-    preprocess -> resolve_settings -> check_sizes -> pretrain -> train -> output_map -> embed_rows -> cluster
+    preprocess -> resolve_settings -> check_sizes -> pretrain -> train -> finish_model -> embed_rows -> cluster
     -> health
 
 Each stage takes its rows and settings explicitly (training rows, validation rows, any other
@@ -50,6 +50,7 @@ from specrage_jax.training.defaults import (
 from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.output_map import fit_output_map
 from specrage_jax.training.pretrained import PretrainedNets, pretrain_nets
+from specrage_jax.training.single_view import fit_single_view_nets
 from specrage_jax.training.stages import encode_views
 from specrage_jax.training.unrelated_views import unrelated_views, view_relations
 from specrage_jax.validation import check_training_sizes, check_view_coverage, missing_rows
@@ -284,9 +285,24 @@ def pretrain(
 # affinities from the codes when given: the training stage is the training layer's own function.
 train = train_model
 
-# The output map P (Y -> Y P) of ``model.output_scaling``, fitted on the training inputs and batch
-# size for the number of clusters asked for.
-output_map = fit_output_map
+def finish_model(
+    state: SpecRaGEState,
+    train: Views,
+    train_codes: Views | None,
+    *,
+    n_clusters: int,
+    batch_size: int,
+    seed: int,
+    mesh: Any = None,
+    chunk_rows: int = 4096,
+    progress: bool = False,
+) -> SpecRaGEState:
+    """What is fitted once the fusion is trained, on the training inputs: the output map P
+    (Y -> Y P) of ``model.output_scaling`` for the number of clusters asked for, then the
+    single-view nets of ``model.single_view_nets`` (:mod:`specrage_jax.training.single_view`; the
+    fused targets read ``chunk_rows`` rows at a time)."""
+    state = fit_output_map(state, train, train_codes, n_clusters=n_clusters, batch_size=batch_size, seed=seed, mesh=mesh)
+    return fit_single_view_nets(state, train, seed=seed, chunk_rows=chunk_rows, progress=progress)[0]
 
 
 # --- embed, cluster, health ---------------------------------------------------------------------

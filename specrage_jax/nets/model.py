@@ -6,6 +6,8 @@ Y~ = sum_v alpha_v * Y^(v)                     the fused output
 Y  = Y~ R^-1                                   orthogonalization layer; R^-1 is an
                                                ``OrthoWeight``: saved with the model, never
                                                touched by the optimizer (which updates nnx.Param)
+view_v --SingleViewNet_v--> Y~ of a one-view sample (``model.single_view_nets``: trained after
+                                               the rest to reproduce the fused Y~ from view v alone)
 """
 
 from __future__ import annotations
@@ -137,6 +139,12 @@ class SpecRaGENet(nnx.Module):
             self.attention_query = nnx.Linear(k, k, use_bias=False, rngs=rngs)
             self.attention_key = nnx.Linear(k, k, use_bias=False, rngs=rngs)
         self.r_inv = OrthoWeight(jnp.eye(k, dtype=jnp.float32))
+        # built last, so the other layers draw the same initial values with or without them
+        self.single_view_nets = (
+            nnx.List([single_view_net(d, config, hidden_act, rngs) for d in self.view_dims])
+            if config.single_view_nets
+            else None
+        )
 
     def view_outputs(self, views: Sequence[jax.Array]) -> jax.Array:
         """Y^(v) for every view: V arrays (m, d_v) -> (V, m, k)."""
@@ -294,6 +302,51 @@ class SpecRaGENet(nnx.Module):
         """
         y_tilde, alpha = self.fuse(views, mask)
         return y_tilde @ self.r_inv[...], alpha
+
+    def embedding(self, views: Sequence[jax.Array], mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+        """(Y (m, k), alpha (m, V)) as inference gives them: :meth:`__call__`, except that a sample
+        with one present view takes Y~ from that view's single-view net once those are trained
+        (``model.single_view_nets``; an untrained one, its output layer still zero, defers to the
+        fusion). The single-view nets run only for a batch that holds such a sample."""
+        y_tilde, alpha = self.fuse(views, mask)
+        if self.single_view_nets is None or mask is None:
+            return y_tilde @ self.r_inv[...], alpha
+        chex.assert_shape(mask, (y_tilde.shape[0], len(views)))
+        one_view = jnp.sum(mask, axis=1) == 1
+        use = jnp.any(one_view) & self.single_view_nets_trained()
+        y_tilde = jax.lax.cond(use, lambda: self._single_view_rows(views, mask, one_view, y_tilde), lambda: y_tilde)
+        return y_tilde @ self.r_inv[...], alpha
+
+    def single_view_outputs(self, views: Sequence[jax.Array]) -> jax.Array:
+        """Each view's single-view net on its rows: V arrays (m, d_v) -> (V, m, k)."""
+        if self.single_view_nets is None:
+            raise ValueError("this model has no single-view nets (model.single_view_nets is false)")
+        return jnp.stack([net(x) for net, x in zip(self.single_view_nets, views)])
+
+    def single_view_nets_trained(self) -> jax.Array:
+        """() bool: whether the single-view nets were trained (their output layers start at zero)."""
+        if self.single_view_nets is None:
+            return jnp.asarray(False)
+        return jnp.any(jnp.stack([jnp.any(net.layers[-1].kernel[...] != 0) for net in self.single_view_nets]))
+
+    def _single_view_rows(
+        self, views: Sequence[jax.Array], mask: jax.Array, one_view: jax.Array, y_tilde: jax.Array
+    ) -> jax.Array:
+        """y_tilde (m, k) with each one-view row replaced by its view's single-view output."""
+        views = [_zero_missing(x, mask[:, v]) for v, x in enumerate(views)]
+        alone = jnp.einsum("vmk,mv->mk", self.single_view_outputs(views), mask.astype(y_tilde.dtype))
+        return jnp.where(one_view[:, None], alone, y_tilde)
+
+
+def single_view_net(in_dim: int, config: ModelConfig, hidden_act: Callable[[jax.Array], jax.Array], rngs: nnx.Rngs) -> MLP:
+    """A view's single-view net: the view nets' widths, a linear output layer set to zero (an
+    untrained net outputs 0, which :meth:`SpecRaGENet.embedding` reads as "not trained")."""
+    net = MLP(in_dim, config.view_hidden, config.n_components, hidden_act=hidden_act, out_act=activation("none"), rngs=rngs)
+    last = net.layers[-1]
+    last.kernel[...] = jnp.zeros_like(last.kernel[...])
+    if last.bias is not None:
+        last.bias[...] = jnp.zeros_like(last.bias[...])
+    return net
 
 
 def _zero_missing(x: jax.Array, present: jax.Array) -> jax.Array:

@@ -243,5 +243,5 @@ def embed_batch_outputs(
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(Y P, Y as trained (orthogonal), alpha) of a batch: :func:`embed_batch` with the output
     before the output map too (what the health check reads)."""
-    y, alpha = nnx.merge(state.graphdef, state.params, state.ortho)(views, mask)
+    y, alpha = nnx.merge(state.graphdef, state.params, state.ortho).embedding(views, mask)
     return y @ state.output_map, y, alpha

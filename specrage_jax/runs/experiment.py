@@ -102,7 +102,7 @@ def train_on_splits(
         mesh=mesh,
         on_epoch_end=on_epoch_end,
     )
-    state = pipeline.output_map(
+    state = pipeline.finish_model(
         state,
         splits.train,
         train_codes,
@@ -110,6 +110,8 @@ def train_on_splits(
         batch_size=config.train.batch_size,
         seed=seed,
         mesh=mesh,
+        chunk_rows=config.eval.embed_batch_size,
+        progress=config.train.progress,
     )
     return state, history
 

@@ -159,7 +159,11 @@ def pretrain_key(config: ExperimentConfig) -> str:
 # value under which the code computes what it computed before the field existed. A run recorded
 # before a field existed carries the signature of a configuration without it; such a run is the
 # same run as one whose configuration holds that value, and only then.
-LATER_FIELDS: tuple[tuple[str, str, Any], ...] = (("train", "spectral_init", False), ("train", "view_net_steps", 0))
+LATER_FIELDS: tuple[tuple[str, str, Any], ...] = (
+    ("train", "spectral_init", False),
+    ("train", "view_net_steps", 0),
+    ("graph", "view_alignment", 0.0),
+)
 
 
 def signature_values(config: ExperimentConfig) -> dict[str, Any]:

@@ -28,6 +28,7 @@ import optax
 from flax import nnx
 
 from specrage_jax.nets.state import SpecRaGEState, in_view_nets
+from specrage_jax.ops.agreement import aligned_objective
 from specrage_jax.ops.objective import EdgeGraph, batch_graph, spectral_objective
 from specrage_jax.ops.ortho import orthonormalizer
 
@@ -150,14 +151,21 @@ def spectral_loss(
     """(Eq. 4 loss, alpha (m, V)) of a batch orthogonalized by ``r_inv`` (k, k).
 
     With ``graph.weight_balance`` / ``graph.weight_entropy`` > 0 the view-weight regularizers of
-    :mod:`specrage_jax.ops.weights` are added (both 0 by default: the loss is Eq. 4 exactly).
-    ``view_dropout`` (the gradient steps) fuses as :func:`loss_fusion_mask` says; validation
+    :mod:`specrage_jax.ops.weights` are added (both 0 by default: the loss is Eq. 4 exactly), and
+    with ``graph.view_alignment`` > 0 the views' disagreement with the fused output
+    (:func:`~specrage_jax.ops.agreement.aligned_objective`). ``view_dropout`` (the gradient steps) fuses as :func:`loss_fusion_mask` says; validation
     measures every sample through all its views."""
-    if view_dropout:
-        _, y_tilde, alpha = _fuse_for_loss(state, params, batch)
-    else:
-        y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
-    return loss_of_fused(state, batch, y_tilde @ r_inv, alpha), alpha
+    strength = state.graph.view_alignment
+    if strength == 0:  # the paper's form: Eq. 4 of the fused output alone
+        if view_dropout:
+            _, y_tilde, alpha = _fuse_for_loss(state, params, batch)
+        else:
+            y_tilde, alpha = _fuse(state, params, batch.views, batch.mask)
+        return loss_of_fused(state, batch, y_tilde @ r_inv, alpha), alpha
+    outputs = nnx.merge(state.graphdef, params, state.ortho).present_view_outputs(batch.views, batch.mask)
+    y_all, y_dropped, alpha = _fuse_for_loss(state, params, batch, outputs)
+    loss = loss_of_fused(state, batch, (y_dropped if view_dropout else y_all) @ r_inv, alpha)
+    return aligned_objective(loss, outputs @ r_inv, y_all @ r_inv, strength, batch.mask), alpha
 
 
 def loss_of_fused(state: SpecRaGEState, batch: Batch, y: jax.Array, alpha: jax.Array) -> jax.Array:
@@ -282,7 +290,14 @@ def _full_batch_update(
         r_inv = orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
         if not cfg.grad_through_r_inv:
             r_inv = jax.lax.stop_gradient(r_inv)
-        return loss_of_fused(state, batch, y_for_loss @ r_inv, alpha), (alpha, r_inv)
+        loss = loss_of_fused(state, batch, y_for_loss @ r_inv, alpha)
+        if state.graph.view_alignment == 0:
+            return loss, (alpha, r_inv)
+        per_view = outputs
+        if per_view is None:
+            per_view = nnx.merge(state.graphdef, params, state.ortho).present_view_outputs(batch.views, batch.mask)
+        aligned = aligned_objective(loss, per_view @ r_inv, y_tilde @ r_inv, state.graph.view_alignment, batch.mask)
+        return aligned, (alpha, r_inv)
 
     (loss, (alpha, r_inv)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     state = _with_r_inv(state, jax.lax.stop_gradient(r_inv))
