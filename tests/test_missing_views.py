@@ -140,11 +140,12 @@ def test_estimator_mask_argument_and_nan_rows_agree():
 
 
 @pytest.mark.slow  # a full digits fit (~11 s); the masks themselves are checked by the tests above
-def test_digits_clusters_survive_a_missing_view_for_30_percent_of_test_samples():
-    """Train on digits once; with the noisy second view all-NaN for a seeded 30% of the test
-    samples, test k-means ACC stays within 0.05 of the complete-data ACC (measured: 0.983 vs
-    0.967). Dropping the clean image view instead costs more (0.914): SpecRaGE trains only the
-    fused output, never a view net alone (BUILD_NOTES.md)."""
+def test_digits_clusters_survive_either_view_missing_for_30_percent_of_test_samples():
+    """Train on digits once; with either view all-NaN for a seeded 30% of the test samples, test
+    k-means ACC stays within 0.05 of the complete-data ACC: those samples are embedded by the
+    remaining view's single-view net (model.single_view_nets, on in the data-aware defaults).
+    Through the view nets' parts of the fused sum instead, missing the clean image view cost
+    0.983 -> 0.914 (BUILD_NOTES.md, "Samples with one view")."""
     data = load_dataset("digits", seed=0)
     train, test = train_test_split(np.arange(data.n_samples), test_size=0.2, stratify=data.labels, random_state=0)
     est = SpecRaGE(
@@ -160,12 +161,14 @@ def test_digits_clusters_survive_a_missing_view_for_30_percent_of_test_samples()
     est.fit([v[train] for v in data.views])
     test_views, test_labels = [v[test] for v in data.views], data.labels[test]
     complete = kmeans_metrics(est.transform(test_views), test_labels, n_clusters=10, seed=0)["acc"]
-    rows = np.random.default_rng(0).choice(test.size, size=int(0.3 * test.size), replace=False)
-    missing = [v.copy() for v in test_views]
-    missing[1][rows] = np.nan
-    embedding = est.transform(missing)
-    assert np.all(np.isfinite(embedding))
-    np.testing.assert_array_equal(est.view_weights(missing)[rows], np.tile([1.0, 0.0], (rows.size, 1)))
-    degraded = kmeans_metrics(embedding, test_labels, n_clusters=10, seed=0)["acc"]
     assert complete >= 0.95
-    assert degraded >= complete - 0.05, f"ACC {degraded:.3f} with missing views vs {complete:.3f} complete"
+    rows = np.random.default_rng(0).choice(test.size, size=int(0.3 * test.size), replace=False)
+    for view in (0, 1):
+        missing = [v.copy() for v in test_views]
+        missing[view][rows] = np.nan
+        embedding = est.transform(missing)
+        assert np.all(np.isfinite(embedding))
+        kept = np.eye(2)[1 - view]
+        np.testing.assert_array_equal(est.view_weights(missing)[rows], np.tile(kept, (rows.size, 1)))
+        degraded = kmeans_metrics(embedding, test_labels, n_clusters=10, seed=0)["acc"]
+        assert degraded >= complete - 0.05, f"view {view} missing: ACC {degraded:.3f} vs {complete:.3f} complete"
