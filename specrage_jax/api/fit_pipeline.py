@@ -285,6 +285,7 @@ def pretrain(
 # affinities from the codes when given: the training stage is the training layer's own function.
 train = train_model
 
+
 def finish_model(
     state: SpecRaGEState,
     train: Views,
@@ -301,7 +302,9 @@ def finish_model(
     (Y -> Y P) of ``model.output_scaling`` for the number of clusters asked for, then the
     single-view nets of ``model.single_view_nets`` (:mod:`specrage_jax.training.single_view`; the
     fused targets read ``chunk_rows`` rows at a time)."""
-    state = fit_output_map(state, train, train_codes, n_clusters=n_clusters, batch_size=batch_size, seed=seed, mesh=mesh)
+    state = fit_output_map(
+        state, train, train_codes, n_clusters=n_clusters, batch_size=batch_size, seed=seed, mesh=mesh
+    )
     return fit_single_view_nets(state, train, seed=seed, chunk_rows=chunk_rows, progress=progress)[0]
 
 

@@ -338,10 +338,14 @@ class SpecRaGENet(nnx.Module):
         return jnp.where(one_view[:, None], alone, y_tilde)
 
 
-def single_view_net(in_dim: int, config: ModelConfig, hidden_act: Callable[[jax.Array], jax.Array], rngs: nnx.Rngs) -> MLP:
+def single_view_net(
+    in_dim: int, config: ModelConfig, hidden_act: Callable[[jax.Array], jax.Array], rngs: nnx.Rngs
+) -> MLP:
     """A view's single-view net: the view nets' widths, a linear output layer set to zero (an
     untrained net outputs 0, which :meth:`SpecRaGENet.embedding` reads as "not trained")."""
-    net = MLP(in_dim, config.view_hidden, config.n_components, hidden_act=hidden_act, out_act=activation("none"), rngs=rngs)
+    net = MLP(
+        in_dim, config.view_hidden, config.n_components, hidden_act=hidden_act, out_act=activation("none"), rngs=rngs
+    )
     last = net.layers[-1]
     last.kernel[...] = jnp.zeros_like(last.kernel[...])
     if last.bias is not None:

@@ -102,7 +102,9 @@ def fit_single_view_nets(
         power = float(np.mean(np.sum(targets[items].astype(np.float64) ** 2, axis=1))) or 1.0
         weight = np.float32(1.0 / power)
 
-        def take(idx: np.ndarray, view: Any = view, items: np.ndarray = items, weight: Any = weight) -> tuple[np.ndarray, ...]:
+        def take(
+            idx: np.ndarray, view: Any = view, items: np.ndarray = items, weight: Any = weight
+        ) -> tuple[np.ndarray, ...]:
             rows = items[idx]
             return np.asarray(view[sample[rows]], np.float32), targets[rows], np.full(rows.size, weight, np.float32)
 

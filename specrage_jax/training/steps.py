@@ -153,8 +153,9 @@ def spectral_loss(
     With ``graph.weight_balance`` / ``graph.weight_entropy`` > 0 the view-weight regularizers of
     :mod:`specrage_jax.ops.weights` are added (both 0 by default: the loss is Eq. 4 exactly), and
     with ``graph.view_alignment`` > 0 the views' disagreement with the fused output
-    (:func:`~specrage_jax.ops.agreement.aligned_objective`). ``view_dropout`` (the gradient steps) fuses as :func:`loss_fusion_mask` says; validation
-    measures every sample through all its views."""
+    (:func:`~specrage_jax.ops.agreement.aligned_objective`). ``view_dropout`` (the gradient
+    steps) fuses as :func:`loss_fusion_mask` says; validation measures every sample through all
+    its views."""
     strength = state.graph.view_alignment
     if strength == 0:  # the paper's form: Eq. 4 of the fused output alone
         if view_dropout:
