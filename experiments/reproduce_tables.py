@@ -3,7 +3,7 @@
     PYTHONPATH=. python experiments/reproduce_tables.py --datasets handwritten bdgp --seeds 10 \
         --data-dir DATA
 
-Per dataset and seed: the dataset's preset (specrage_jax.config.preset), a stratified 80/20 split
+Per dataset and seed: the dataset's preset (specrage_jax.presets.preset), a stratified 80/20 split
 (then 90/10 for validation), preprocessing fitted on train, the pre-training stages the preset
 enables, SpecRaGE, then on the TEST split: k-means ACC/NMI/ARI of the embedding; a linear SVM
 trained on the train embedding and scored on the test embedding; "SE on L-bar" (exact bottom-k

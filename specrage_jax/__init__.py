@@ -22,13 +22,13 @@ from specrage_jax.config import (
     ModelConfig,
     OrthoConfig,
     TrainConfig,
-    preset,
 )
 from specrage_jax.data.views import ViewSplitter
 from specrage_jax.evaluation.health import DegenerateEmbeddingWarning
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState, create_state, embed_batch
 from specrage_jax.overrides import apply_overrides
+from specrage_jax.presets import preset
 from specrage_jax.training.checkpoint import LoadedModel, TrainingCheckpointer, load_model, save_model
 from specrage_jax.training.checkpoint_files import CheckpointError, CheckpointWarning
 from specrage_jax.training.loop import History, train_loop

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from specrage_jax.cli import build_parser, config_help, help_dataset, main
-from specrage_jax.config import preset
+from specrage_jax.presets import preset
 from specrage_jax.runs.run_plan import format_plan, stage_plan
 
 

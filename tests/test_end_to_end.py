@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from specrage_jax.cli import main
-from specrage_jax.config import preset
+from specrage_jax.presets import preset
 from specrage_jax.data import load_dataset
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.embed import embed

@@ -1,7 +1,8 @@
 """The package's folders are its layers, and each layer imports only the layers below it.
 
-config, validation,  settings, input checks and the version (import nothing else of the
-version              package)
+config, presets,     settings, input checks and the version (import nothing else of the
+overrides,           package)
+validation, version
 ops/                 pure math: affinities, Laplacian loss, QR orthogonalization
 data/                datasets, loaders, splits, scalers, streaming
 nets/                networks and their state; embedding with a state
@@ -22,6 +23,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "specrage_jax"
 LAYERS = [
     "config",
+    "presets",
     "overrides",
     "validation",
     "version",
@@ -34,7 +36,7 @@ LAYERS = [
     "runs",
     "cli",
 ]
-FOUNDATION = ("config", "overrides", "validation", "version")
+FOUNDATION = ("config", "presets", "overrides", "validation", "version")
 RANK = {**dict.fromkeys(FOUNDATION, 0), **{name: i for i, name in enumerate(LAYERS[len(FOUNDATION) :], 1)}}
 
 

@@ -112,7 +112,7 @@ def test_runs_are_adopted_by_signature_and_only_missing_cells_run():
 
 
 def test_runs_recorded_before_a_later_field_are_adopted_only_at_its_earlier_behaviour():
-    from specrage_jax.config import preset
+    from specrage_jax.presets import preset
     from specrage_jax.overrides import apply_overrides
     from specrage_jax.runs.robustness import (
         LATER_FIELDS,
@@ -150,7 +150,7 @@ def test_runs_recorded_before_a_later_field_are_adopted_only_at_its_earlier_beha
 
 
 def test_run_curves_without_running_only_summarizes_adopted_runs():
-    from specrage_jax.config import preset
+    from specrage_jax.presets import preset
     from specrage_jax.runs.robustness import method_signature_sets, run_curves
 
     spec = CurveSpec(kinds=("noise",), fractions=(0.4,), max_samples=100)

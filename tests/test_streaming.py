@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from specrage_jax.cli import main
-from specrage_jax.config import preset
+from specrage_jax.presets import preset
 from specrage_jax.data import lazy, load_dataset, open_streamed_dataset
 from specrage_jax.data.lazy import MemmapRows, StreamedViews
 from specrage_jax.data.mnist import InfiniteMnistWarp

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from specrage_jax.cli.output import metrics_table, one_line, print_run_plan
-from specrage_jax.config import ExperimentConfig, preset
+from specrage_jax.config import ExperimentConfig
+from specrage_jax.presets import preset
 from specrage_jax.data import dataset_names, is_dataset_name
 from specrage_jax.overrides import apply_overrides, config_from_dict
 

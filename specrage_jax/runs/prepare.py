@@ -18,7 +18,8 @@ from specrage_jax.api.fit_pipeline import (
     resolve_settings,
 )
 from specrage_jax.api.fit_pipeline import pretrain as pipeline_pretrain
-from specrage_jax.config import ExperimentConfig, preset
+from specrage_jax.config import ExperimentConfig
+from specrage_jax.presets import preset
 from specrage_jax.data import (
     MultiViewData,
     ViewScaler,
