@@ -22,8 +22,8 @@ from typing import Any
 
 from devsuite import cpu_model
 
-from specrage_jax.presets import preset
 from specrage_jax.overrides import apply_overrides
+from specrage_jax.presets import preset
 from specrage_jax.runs.experiment import STREAM_EVAL_MAX_ROWS, open_streamed_once, train_and_evaluate
 from specrage_jax.runs.prepare import with_n_components
 from specrage_jax.runs.records import read_run_record

@@ -28,10 +28,10 @@ import numpy as np
 from devsuite import cpu_model
 
 from specrage_jax import SpecRaGE
-from specrage_jax.presets import preset
 from specrage_jax.data import split_indices
 from specrage_jax.data.loaders import load_mat
 from specrage_jax.evaluation.metrics import kmeans_metrics, svm_metrics
+from specrage_jax.presets import preset
 from specrage_jax.runs.experiment import run_experiment
 
 FILES = {"handwritten": "handwritten.mat#0,2", "bdgp": "BDGP.mat"}  # file: datasets, no preset

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from specrage_jax.cli import main
-from specrage_jax.presets import preset
 from specrage_jax.data import load_dataset
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.embed import embed
 from specrage_jax.ops.diagnostics import grassmann_distance_sq
 from specrage_jax.ops.spectral import mean_laplacian_eigenvectors
+from specrage_jax.presets import preset
 from specrage_jax.runs.experiment import train_on_splits
 from specrage_jax.runs.prepare import prepare_splits, with_n_components
 

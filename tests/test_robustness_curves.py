@@ -112,8 +112,8 @@ def test_runs_are_adopted_by_signature_and_only_missing_cells_run():
 
 
 def test_runs_recorded_before_a_later_field_are_adopted_only_at_its_earlier_behaviour():
-    from specrage_jax.presets import preset
     from specrage_jax.overrides import apply_overrides
+    from specrage_jax.presets import preset
     from specrage_jax.runs.robustness import (
         LATER_FIELDS,
         earlier_signatures,

@@ -214,9 +214,9 @@ def test_fit_on_streamed_views_with_missing_views_equals_fit_in_memory(tmp_path)
 def test_streamed_run_with_missing_views_equals_the_in_memory_run(tmp_path) -> None:
     """memmap:DIR with missing views through the whole run (autoencoders, Siamese nets, SpecRaGE,
     evaluation): streamed equals in memory bitwise (~20 s)."""
-    from specrage_jax.presets import preset
     from specrage_jax.data import load_dataset, open_streamed_dataset
     from specrage_jax.overrides import apply_overrides
+    from specrage_jax.presets import preset
     from specrage_jax.runs.experiment import train_and_evaluate
     from specrage_jax.runs.prepare import with_n_components
 

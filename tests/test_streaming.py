@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from specrage_jax.cli import main
-from specrage_jax.presets import preset
 from specrage_jax.data import lazy, load_dataset, open_streamed_dataset
 from specrage_jax.data.lazy import MemmapRows, StreamedViews
 from specrage_jax.data.mnist import InfiniteMnistWarp
@@ -18,6 +17,7 @@ from specrage_jax.data.registry import infinitemnist_cache_path, infinitemnist_s
 from specrage_jax.data.stream import META_FILE, open_views_memmap, view_file, write_views_memmap
 from specrage_jax.data.stream_cache import build_views_cache
 from specrage_jax.overrides import apply_overrides
+from specrage_jax.presets import preset
 from specrage_jax.runs.experiment import run_experiment, should_stream, train_and_evaluate
 from specrage_jax.runs.prepare import prepare_splits, with_n_components
 from specrage_jax.training.autoencoder import train_autoencoder

@@ -14,9 +14,9 @@ from typing import Any
 
 from specrage_jax.cli.output import metrics_table, one_line, print_run_plan
 from specrage_jax.config import ExperimentConfig
-from specrage_jax.presets import preset
 from specrage_jax.data import dataset_names, is_dataset_name
 from specrage_jax.overrides import apply_overrides, config_from_dict
+from specrage_jax.presets import preset
 
 # Unless told otherwise `specrage train` checkpoints after its first epoch, then after an epoch when a
 # minute has passed since the last checkpoint: a save blocks training ~0.05-0.25 s (digits preset,

@@ -19,7 +19,6 @@ from specrage_jax.api.fit_pipeline import (
 )
 from specrage_jax.api.fit_pipeline import pretrain as pipeline_pretrain
 from specrage_jax.config import ExperimentConfig
-from specrage_jax.presets import preset
 from specrage_jax.data import (
     MultiViewData,
     ViewScaler,
@@ -28,6 +27,7 @@ from specrage_jax.data import (
 )
 from specrage_jax.data.lazy import StreamedViews
 from specrage_jax.overrides import apply_overrides
+from specrage_jax.presets import preset
 from specrage_jax.training.pretrained import PretrainedNets
 
 

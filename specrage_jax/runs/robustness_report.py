@@ -101,8 +101,8 @@ def write_curve_file(
     every run, "complete" false until the end) and the PNG beside it. Returns the payload."""
     from pathlib import Path
 
-    from specrage_jax.presets import preset
     from specrage_jax.data import load_dataset
+    from specrage_jax.presets import preset
     from specrage_jax.runs.records import environment_info, write_json_atomic
 
     out = Path(out)
