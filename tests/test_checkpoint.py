@@ -25,12 +25,12 @@ from specrage_jax.config import (
     ModelConfig,
     OrthoConfig,
     TrainConfig,
-    preset,
 )
 from specrage_jax.data import apply_view_scalers, fit_view_scalers, load_dataset
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import create_state
 from specrage_jax.overrides import config_from_dict, config_to_dict
+from specrage_jax.presets import preset
 from specrage_jax.training.autoencoder import train_autoencoder
 from specrage_jax.training.checkpoint import TrainingCheckpointer, load_model, save_model
 from specrage_jax.training.checkpoint_files import (

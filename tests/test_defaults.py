@@ -24,7 +24,6 @@ from specrage_jax.config import (
     GraphConfig,
     ModelConfig,
     OrthoConfig,
-    preset,
 )
 from specrage_jax.data.loaders import load_mat
 from specrage_jax.data.preprocess import (
@@ -39,6 +38,7 @@ from specrage_jax.nets.state import create_state
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
 from specrage_jax.ops.objective import batch_affinities, edge_graph
 from specrage_jax.overrides import apply_overrides
+from specrage_jax.presets import preset
 from specrage_jax.training import defaults as data_rules
 from specrage_jax.training.defaults import (
     DataShape,
