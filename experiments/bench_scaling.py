@@ -375,11 +375,11 @@ def specrage_on_device(p: dict, data, state, *, mesh, setup_s: float, scales) ->
     epoch includes compilation; ``epoch_s`` is the median of the others (of the one, if alone)."""
     import jax
 
+    from specrage_jax.training.batches import batch_indices, epoch_rngs
     from specrage_jax.training.device_epoch import (
         put_training_data,
         train_epoch_on_device,
     )
-    from specrage_jax.training.loop import batch_indices, epoch_rngs
 
     n, m = data.n, p["batch_size"]
     start = time.perf_counter()

@@ -42,7 +42,7 @@ def preset_changes(dataset: str) -> dict[str, dict[str, Any]]:
         # the affinity. What lifts BDGP is the geometry: standardized features and unit rows
         # (cosine distances), the kNN graph on those rows directly (no Siamese nets), view nets by
         # the data rule, k-means on unit rows and the embedding dimension from the data
-        # (training.defaults.component_count), each chosen on the validation split.
+        # (training.graph_rules.component_count), each chosen on the validation split.
         "bdgp": {
             "model": {
                 "temperature": 250.0,

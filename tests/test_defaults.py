@@ -40,23 +40,32 @@ from specrage_jax.ops.objective import batch_affinities, edge_graph
 from specrage_jax.overrides import apply_overrides
 from specrage_jax.presets import preset
 from specrage_jax.training import defaults as data_rules
+from specrage_jax.training import graph_rules
 from specrage_jax.training.defaults import (
     DataShape,
-    batch_for_missing_views,
+    degree_normalization_rule,
+    epoch_plan,
+    full_batch_size,
+    hidden_widths,
+    resolve_defaults,
+)
+from specrage_jax.training.graph_probes import (
     bottom_laplacian_eigenvectors,
+    eigengap_score,
+    partition_ncut,
+    present_neighbor_lists,
+    view_neighbor_agreement,
+)
+from specrage_jax.training.graph_rules import (
+    batch_for_missing_views,
     choose_component_count,
     choose_neighbor_count,
     class_size_neighbor_cap,
     component_count,
-    degree_normalization_rule,
     eigengap_neighbor_count,
-    eigengap_score,
-    epoch_plan,
-    full_batch_size,
     gap_persists,
-    hidden_widths,
-    partition_ncut,
-    resolve_defaults,
+    joint_is_clearly_cleaner,
+    joint_split_scores,
     sparse_split_in_doubt,
     sustained_gap_neighbor_count,
     tie_resolved_count,
@@ -275,7 +284,7 @@ def test_view_neighbor_agreement_counts_the_shared_neighbours_of_the_rows_with_b
     rows = np.arange(200)
 
     def agreement(*views: np.ndarray) -> float:
-        return data_rules.view_neighbor_agreement(data_rules.present_neighbor_lists(views, rows, 10), 200, 10)
+        return view_neighbor_agreement(present_neighbor_lists(views, rows, 10), 200, 10)
 
     assert agreement(x, 2.0 * x + 1.0) == pytest.approx(1.0)  # the same neighbourhoods
     assert agreement(x, noise) < 0.15  # unrelated views: about l / m
@@ -493,7 +502,7 @@ def test_the_batch_doubles_until_its_graph_splits_as_cleanly_as_complete_samples
     def gap(views, rows, l, n_clusters, distinct=True):  # complete rows: 1.5; a batch with missing views: m / 200
         return 1.5 if complete[rows].all() else len(rows) / 200
 
-    monkeypatch.setattr(data_rules, "batch_eigengap", gap)
+    monkeypatch.setattr(graph_rules, "batch_eigengap", gap)
     assert batch_for_missing_views(views, 3, 100, 10, 4) == (400, 1.5, {100: 0.5, 200: 1.0, 400: 2.0})
     assert batch_for_missing_views(views, 3, 100, 10, 2)[0] == 200  # the growth factor bounds it
     assert batch_for_missing_views([v[:300] for v in views], 3, 100, 10, 4)[0] == 300  # and the training rows
@@ -564,8 +573,8 @@ def test_siamese_positives_are_joint_where_all_views_together_split_the_samples_
     )
     assert not config.siamese.enabled
     weak = _shape(with_missing_views([noise, x], 0.5, seed=23), 3)
-    joint, own = data_rules.joint_split_scores(weak.views, 3, 600, 10)
-    assert data_rules.joint_is_clearly_cleaner(joint, own)
+    joint, own = joint_split_scores(weak.views, 3, 600, 10)
+    assert joint_is_clearly_cleaner(joint, own)
     resolved, chosen = resolve_defaults(config, weak)
     assert (resolved.siamese.positives, resolved.siamese.enabled) == ("joint", True)
     assert "clearly more cleanly" in chosen["siamese.positives"]["why"] and chosen["siamese.enabled"]["value"] is True
@@ -587,7 +596,7 @@ def test_joint_positives_need_enough_samples_with_every_view():
     x, _ = clustered(60, 3, 5, seed=24)
     noise = np.random.default_rng(25).standard_normal((60, 50)).astype(np.float32)
     views = with_missing_views([noise, x], 0.9, seed=26)  # few complete samples: < 10 per cluster
-    assert data_rules.joint_split_scores(views, 3, 60, 5) == (-math.inf, -math.inf)
+    assert joint_split_scores(views, 3, 60, 5) == (-math.inf, -math.inf)
     config = apply_overrides(
         ExperimentConfig(), ["graph.n_neighbors=5", "train.missing_view_batch_growth=1", "siamese.positives=auto"]
     )

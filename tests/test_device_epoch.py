@@ -9,8 +9,9 @@ import pytest
 
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
 from specrage_jax.nets.state import create_state
+from specrage_jax.training.batches import batch_indices
 from specrage_jax.training.device_epoch import put_training_data, train_epoch_on_device
-from specrage_jax.training.loop import batch_indices, train_loop
+from specrage_jax.training.loop import train_loop
 from tests.test_train import clustered_views
 
 MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))

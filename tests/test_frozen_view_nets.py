@@ -22,8 +22,9 @@ from specrage_jax.config import (
     TrainConfig,
 )
 from specrage_jax.nets.state import create_state, in_view_nets
+from specrage_jax.training.batches import whole_set_batch
 from specrage_jax.training.checkpoint import TrainingCheckpointer
-from specrage_jax.training.loop import train_loop, view_nets_frozen, whole_set_batch
+from specrage_jax.training.loop import train_loop, view_nets_frozen
 from specrage_jax.training.schedule import stalls
 from specrage_jax.training.steps import Batch, frozen_view_outputs, full_batch_epoch, train_step
 

@@ -24,8 +24,9 @@ from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_l
 from specrage_jax.ops.objective import edge_graph
 from specrage_jax.ops.spectral import present_pairs_laplacian_eigenvectors
 from specrage_jax.ops.weights import weight_balance_penalty, weight_entropy_penalty
+from specrage_jax.training.batches import missing_view_mask
 from specrage_jax.training.checkpoint import TrainingCheckpointer
-from specrage_jax.training.loop import missing_view_mask, train_loop
+from specrage_jax.training.loop import train_loop
 from specrage_jax.training.steps import Batch, grad_step, ortho_step, train_step
 from tests.experiment_scripts import load_experiment
 

@@ -22,8 +22,8 @@ from specrage_jax.nets.state import create_state, embed_batch
 from specrage_jax.ops.affinity import knn_gaussian_affinity
 from specrage_jax.ops.laplacian import fused_weighted_affinity, laplacian
 from specrage_jax.ops.spectral_scaling import heat_kernel_map, heat_kernel_weights, ritz_pairs
-from specrage_jax.training.checkpoint import state_from_trees, state_trees
 from specrage_jax.training.checkpoint_files import tree_to_nested
+from specrage_jax.training.checkpoint_state import state_from_trees, state_trees
 from specrage_jax.training.output_map import fit_output_map, output_map_rows
 from specrage_jax.training.steps import Batch, rayleigh_matrices
 from tests.simulated_devices import run_child_result

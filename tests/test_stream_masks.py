@@ -28,8 +28,8 @@ from specrage_jax.data.stream_cache import files_crc32
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import create_state
 from specrage_jax.training.autoencoder import train_autoencoder
+from specrage_jax.training.batches import take_batch
 from specrage_jax.training.initial_state import train_model
-from specrage_jax.training.loop import take_batch
 from specrage_jax.training.siamese import train_siamese
 from specrage_jax.training.stages import encode_views, train_view_nets
 from tests.simulated_devices import run_child_result
@@ -288,7 +288,7 @@ CHILD = textwrap.dedent("""
     from specrage_jax.data.lazy import MemmapRows, streamed_mask
     from specrage_jax.data.stream import open_views_memmap
     from specrage_jax.training import sharding as sh
-    from specrage_jax.training.loop import take_batch
+    from specrage_jax.training.batches import take_batch
 
     assert jax.device_count() == 2, jax.devices()
     mesh = sh.make_data_mesh(2)

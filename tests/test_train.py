@@ -7,12 +7,8 @@ import pytest
 
 from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
 from specrage_jax.nets.state import create_state
-from specrage_jax.training.loop import (
-    batch_indices,
-    effective_batch_size,
-    estimate_view_scales,
-    train_loop,
-)
+from specrage_jax.training.batches import batch_indices, effective_batch_size
+from specrage_jax.training.loop import estimate_view_scales, train_loop
 
 MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
 GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")

@@ -14,7 +14,7 @@ import pytest
 from specrage_jax import SpecRaGE
 from specrage_jax.data import make_blobs_views
 from specrage_jax.evaluation.metrics import clustering_accuracy
-from specrage_jax.training.defaults import present_neighbor_lists
+from specrage_jax.training.graph_probes import present_neighbor_lists
 from specrage_jax.training.unrelated_views import (
     DETECTABLE_Z,
     INDEPENDENCE_Z,

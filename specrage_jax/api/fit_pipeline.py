@@ -41,12 +41,12 @@ from specrage_jax.nets.embed import embed_outputs
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.training.defaults import (
     FULL_BATCH_MAX,
-    GROWN_BATCH_MAX,
     DataShape,
     describe_preprocessing,
     resolve_defaults,
-    seeded_rows,
 )
+from specrage_jax.training.graph_probes import seeded_rows
+from specrage_jax.training.graph_rules import GROWN_BATCH_MAX
 from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.output_map import fit_output_map
 from specrage_jax.training.pretrained import PretrainedNets, pretrain_nets

@@ -33,8 +33,9 @@ from specrage_jax.nets.embed import embed
 from specrage_jax.nets.netstate import TrainedNet
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.overrides import config_from_dict, config_to_dict
-from specrage_jax.training.checkpoint import LoadedModel, model_config_of, read_model, save_model
+from specrage_jax.training.checkpoint import LoadedModel, read_model, save_model
 from specrage_jax.training.checkpoint_files import CheckpointError
+from specrage_jax.training.checkpoint_state import model_config_of
 from specrage_jax.training.pretrained import PretrainedNets, pretrained_record, pretrained_trees, restore_pretrained
 from specrage_jax.training.stages import encode_views
 from specrage_jax.validation import as_view_arrays, view_presence

@@ -221,7 +221,7 @@ def check_streamed_views(views: Sequence[Any], *, what: str) -> tuple[Any, ...]:
 def streamed_mask(views: Sequence[Any], *, what: str) -> np.ndarray | None:
     """(m, V) bool of V row sources (m rows each), True where the sample has view v, read from
     the datasets' masks without reading view data; None when every row has every view (so
-    complete data takes the complete-data path, as ``loop.missing_view_mask``).
+    complete data takes the complete-data path, as ``batches.missing_view_mask``).
 
     Raises:
       ValueError: naming the first row that has no view at all.

@@ -13,7 +13,7 @@ from jax.sharding import Mesh
 
 from specrage_jax.nets.state import SpecRaGEState
 from specrage_jax.ops.spectral_scaling import heat_kernel_map
-from specrage_jax.training.loop import batch_indices, checked_batch, effective_batch_size
+from specrage_jax.training.batches import batch_indices, checked_batch, effective_batch_size
 from specrage_jax.training.steps import rayleigh_matrices
 
 OUTPUT_MAP_BATCHES = 4  # training batches whose Rayleigh matrices are summed (fewer if the set is smaller)

@@ -26,7 +26,7 @@ from jax.sharding import Mesh
 from specrage_jax.config import ModelConfig
 from specrage_jax.nets.model import OUTPUT_LAYER_FUSIONS, output_layers_linear
 from specrage_jax.nets.state import SpecRaGEState
-from specrage_jax.training.loop import batch_indices, checked_batch, effective_batch_size, mesh_batch_size
+from specrage_jax.training.batches import batch_indices, checked_batch, effective_batch_size, mesh_batch_size
 from specrage_jax.training.steps import Batch, rayleigh_matrices_at
 
 SPECTRAL_INIT_STREAM = 12  # np.random.default_rng([seed, SPECTRAL_INIT_STREAM]) draws the batch's rows

@@ -38,16 +38,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specrage_jax.training.defaults import (
-    AGREEMENT_NEIGHBORS,
-    NEIGHBOR_CANDIDATES,
-    SUSTAINED_EIGENGAP,
+from specrage_jax.training.graph_probes import (
     NeighborLists,
     bottom_normalized_spectrum,
     eigengap_score,
     mean_graph,
     present_neighbor_lists,
 )
+from specrage_jax.training.graph_rules import AGREEMENT_NEIGHBORS, NEIGHBOR_CANDIDATES, SUSTAINED_EIGENGAP
 
 INDEPENDENCE_Z = 3.0  # shared neighbour-list entries within this many standard deviations of chance
 RELATION_RATIO = 3.0  # a view under a third of the other views' relation counts as sharing nothing
@@ -126,7 +124,7 @@ def neighbor_overlap_z(
 
 
 def own_eigengap(neighbors: NeighborLists, v: int, m: int, n_clusters: int) -> float:
-    """The best eigengap score (:func:`~specrage_jax.training.defaults.eigengap_score`) of view
+    """The best eigengap score (:func:`~specrage_jax.training.graph_probes.eigengap_score`) of view
     v's own l-NN graph over the candidates l (up to a third of the batch and its neighbour lists);
     +inf for a graph in exactly k components, -inf where no candidate fits."""
     available = neighbors[v][2].shape[1]

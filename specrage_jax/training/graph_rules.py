@@ -1,0 +1,378 @@
+"""The data-aware rules that read the training rows' batch graphs: the kNN graph's number of
+neighbours (the eigengap rule), the embedding dimension (the normalized-cut and eigenvalue-tie
+rules), the batch size where views are missing, and whether the views together split the samples
+more cleanly than each alone (joint Siamese positives). Each returns its choice with the scores
+behind it; :func:`specrage_jax.training.defaults.resolve_defaults` applies them. The measurements
+they read are in :mod:`specrage_jax.training.graph_probes`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.cluster import KMeans
+from threadpoolctl import threadpool_limits
+
+from specrage_jax.training.graph_probes import (
+    batch_eigengap,
+    bottom_laplacian_eigenpairs,
+    bottom_normalized_spectrum,
+    eigengap_score,
+    mean_graph,
+    partition_ncut,
+    present_neighbor_lists,
+    seeded_rows,
+    view_neighbor_agreement,
+)
+from specrage_jax.training.siamese import joint_neighbor_space
+from specrage_jax.validation import present_views
+
+NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen among these
+CLASS_SHARE_OF_NEIGHBORS = 1.0  # l is below this share of the expected cluster size m / k
+CLEAR_EIGENGAP = 1.2  # a sparser graph must split the batch at least this cleanly (lambda_k+1 / lambda_k) ...
+GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
+GAP_PERSISTENCE = 1 / 3  # ... and one of the next larger candidates keeps at least this share of its gap
+PERSISTENCE_WINDOW = 2  # ... (the best of this many next larger candidates: one score may dip)
+SUSTAINED_EIGENGAP = 1.1  # no clear gap: a run of consecutive sparser candidates each scoring at least this ...
+SUSTAINED_RUN = 3  # ... (this many or more, each with GAP_GAIN times the dense graph's gap) takes the run's largest l
+AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
+AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
+EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
+CLEAR_NCUT_GAIN = 0.075  # more components only where their k-means partition cuts the graph this much less
+NCUT_TOLERANCE = 0.01  # ... and then the fewest whose cut is within this of the lowest
+COMPONENT_RULE_MAX_CLUSTERS = 20  # above this many clusters n_components is the number of clusters
+EIGENVALUE_TIE = 0.02  # lambda_c+1 within this (relative) of lambda_c: the bottom c directions are ill-determined
+EIGENVALUE_CLEAR = 0.08  # ... and the subspace grows to the first c whose next eigenvalue is this much above
+GROWN_BATCH_MAX = 8192  # views missing: the batch grows at most to this many rows ((V, m, m) graphs)
+JOINT_MIN_PER_CLUSTER = 10  # the joint-positives rule needs this many samples with every view per cluster
+
+
+def eigengap_neighbor_count(
+    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *, seed: int = 0, distinct: bool = True
+) -> tuple[int, dict[int, float]]:
+    """(l, {candidate l: eigengap score}): the kNN graph's number of neighbours.
+
+    On one seeded batch of ``batch_rows`` training rows (what a training step's graph sees), the
+    mean of the views' kNN Gaussian graphs (the training rule: sigma the median distance to the
+    l-th neighbour, kernel exp(-d^2 / 2 sigma^2), (W + W^T)/2) is built for each candidate l in
+    NEIGHBOR_CANDIDATES up to a third of the batch and below the expected cluster size m / k
+    (:func:`class_size_neighbor_cap`), and scored by the relative eigengap
+    lambda_{k+1} / lambda_k of its normalized Laplacian (von Luxburg, "A tutorial on spectral
+    clustering", sec. 8.3): how cleanly it splits into k groups.
+
+    The dense graph (the largest candidate) is the default: it is connected, and steady to learn
+    from in mini-batches. A sparser graph replaces it only when the data shows a clearly cleaner
+    k-way split with it: a score of at least CLEAR_EIGENGAP, whose gap (score - 1) is at least
+    GAP_GAIN times the dense graph's, and one of its next PERSISTENCE_WINDOW larger candidates
+    keeping at least GAP_PERSISTENCE of that gap (:func:`choose_neighbor_count`); the best such
+    score wins (ties: the larger l). Where no graph splits the batch clearly, a modest gap held
+    over SUSTAINED_RUN consecutive sparser candidates takes the top of that run
+    (:func:`sustained_gap_neighbor_count`). Candidates whose graph falls apart into more than k
+    components are skipped.
+    With no candidate left (tiny batches), l = max(1, m // 3).
+    """
+    l, scores, _, _ = neighbor_count_and_graph(views, n_clusters, batch_rows, seed=seed, distinct=distinct)
+    return l, scores
+
+
+def neighbor_count_and_graph(
+    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *, seed: int = 0, distinct: bool = True
+) -> tuple[int, dict[int, float], sp.csr_matrix | None, float]:
+    """:func:`eigengap_neighbor_count`, the batch's mean graph at the chosen l (None when l is
+    the fallback, no candidate): what :func:`component_count` reads, built once, and the views'
+    neighbour agreement (:func:`view_neighbor_agreement`; NaN with one view).
+
+    Where no sparser graph splits the batch clearly cleaner, and no modest gap holds over a run
+    of sparser candidates, the dense graph stays unless the views agree on their neighbours (at
+    least AGREEING_VIEWS of their AGREEMENT_NEIGHBORS-NN lists shared): then each view's near
+    neighbours are already the other views', and the sparse AGREEMENT_NEIGHBORS-NN graph keeps
+    fewer edges across clusters than the dense one."""
+    n = views[0].shape[0]
+    m = max(2, min(batch_rows, n))
+    rows = seeded_rows(n, m, seed=seed, stream=5)
+    candidates = [l for l in NEIGHBOR_CANDIDATES if l <= min(m // 3, class_size_neighbor_cap(m, n_clusters))]
+    scores: dict[int, float] = {}
+    graphs: dict[int, sp.csr_matrix] = {}
+    agreement = math.nan
+    if candidates and n_clusters < m - 1:
+        neighbors = present_neighbor_lists(views, rows, max(candidates), distinct=distinct)
+        for l in candidates:
+            graphs[l] = mean_graph(neighbors, m, l)
+            scores[l] = eigengap_score(bottom_normalized_spectrum(graphs[l], n_clusters + 1), n_clusters)
+        agreement = view_neighbor_agreement(neighbors, m, AGREEMENT_NEIGHBORS)
+    chosen = choose_neighbor_count(scores, agreement)
+    if chosen is None:
+        return max(1, min(m // 3, m - 1)), scores, None, agreement
+    return chosen, scores, graphs[chosen], agreement
+
+
+def class_size_neighbor_cap(batch_rows: int, n_clusters: int) -> int:
+    """The most neighbours l a batch of ``batch_rows`` rows in ``n_clusters`` clusters supports:
+    fewer than CLASS_SHARE_OF_NEIGHBORS times the expected cluster size m / k (at least the
+    smallest candidate). With l at a cluster's size or above, most of a sample's neighbours lie
+    in other clusters, whatever the eigengap of the graph says."""
+    below = math.ceil(CLASS_SHARE_OF_NEIGHBORS * batch_rows / max(n_clusters, 1)) - 1
+    return max(NEIGHBOR_CANDIDATES[0], below)
+
+
+def usable_scores(scores: dict[int, float]) -> dict[int, float]:
+    """{candidate l: eigengap score} without the candidates whose graph falls apart (-inf)."""
+    return {l: score for l, score in scores.items() if score > -math.inf}
+
+
+def gap_persists(usable: dict[int, float], l: int) -> bool:
+    """Whether candidate l's gap (score - 1) holds as the graph grows denser: one of the next
+    PERSISTENCE_WINDOW larger candidates of ``usable`` ({l: eigengap score}, l not the largest)
+    keeps at least GAP_PERSISTENCE of it. Cluster structure fades gradually with l, though one
+    candidate's score may dip (faces, one seed: 1.71 at l 5, 1.10 at 8, 1.32 at 10); a sparse
+    graph's fragments are gone at both next candidates (Handwritten, one split: 1.41, 1.09, 1.02)."""
+    ordered = sorted(usable)
+    start = ordered.index(l) + 1
+    after = ordered[start : start + PERSISTENCE_WINDOW]
+    return max(usable[c] for c in after) - 1.0 >= GAP_PERSISTENCE * (usable[l] - 1.0)
+
+
+def choose_neighbor_count(scores: dict[int, float], agreement: float = math.nan) -> int | None:
+    """The rule of :func:`eigengap_neighbor_count` on {candidate l: eigengap score}: the largest
+    usable l, unless a smaller one scores at least CLEAR_EIGENGAP with a gap GAP_GAIN times the
+    dense graph's, and one of the next PERSISTENCE_WINDOW larger candidates keeps at least
+    GAP_PERSISTENCE of that gap (:func:`gap_persists`; the best such, ties to the larger l).
+    Without such a candidate, and with the dense graph below CLEAR_EIGENGAP too, a modest gap
+    sustained over several consecutive sparser candidates takes the largest l of that run
+    (:func:`sustained_gap_neighbor_count`); else views whose neighbour ``agreement``
+    (:func:`view_neighbor_agreement`) is at least AGREEING_VIEWS take the largest usable l up to
+    AGREEMENT_NEIGHBORS. None when no candidate is usable.
+
+    The last condition asks the clean split to hold over a range of sparsity: the gap of cluster
+    structure shrinks gradually as l grows, while a sparse graph's fragments (a class falling
+    apart into pieces, two classes joined by a few edges) may split the batch cleanly at one l
+    and not at the next, into k groups that are not the clusters."""
+    usable = usable_scores(scores)
+    if not usable:
+        return None
+    ordered = sorted(usable)
+    dense = ordered[-1]
+    clear = {
+        l: score
+        for l, score in usable.items()
+        if l != dense
+        and score >= CLEAR_EIGENGAP
+        and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)
+        and gap_persists(usable, l)
+    }
+    if not clear:
+        flat = usable[dense] < CLEAR_EIGENGAP  # the dense graph does not split the batch clearly either
+        sustained = sustained_gap_neighbor_count(usable) if flat else None
+        if sustained is not None:
+            return sustained
+        sparse = [l for l in ordered if l <= AGREEMENT_NEIGHBORS]
+        return max(sparse) if flat and agreement >= AGREEING_VIEWS and sparse else dense
+    best = max(clear.values())
+    return max(l for l, score in clear.items() if score == best)
+
+
+def sustained_gap_neighbor_count(usable: dict[int, float]) -> int | None:
+    """The largest l of the longest run of at least SUSTAINED_RUN consecutive sparser candidates of
+    ``usable`` ({l: eigengap score}, the largest l the dense graph) that each score at least
+    SUSTAINED_EIGENGAP with a gap GAP_GAIN times the dense graph's (ties: the run of larger l);
+    None without such a run.
+
+    No one candidate splits the batch clearly, but a modest gap that holds over a range of
+    sparsity is cluster structure the dense graph blurs (digits with a 57 % class and a 3-wide
+    informative view: 1.12-1.13 at l 5-12, 1.09 at 15, dense 1.04), where a sparse graph's fragments show at
+    one or two l only (Handwritten, one split: 1.15, 1.07, 1.03)."""
+    ordered = sorted(usable)
+    dense = ordered[-1]
+    floor = GAP_GAIN * (usable[dense] - 1.0)
+    runs: list[list[int]] = [[]]
+    for l in ordered[:-1]:
+        if usable[l] >= SUSTAINED_EIGENGAP and usable[l] - 1.0 >= floor:
+            runs[-1].append(l)
+        elif runs[-1]:
+            runs.append([])
+    longest = max(runs, key=lambda run: (len(run), run[-1] if run else 0))
+    return longest[-1] if len(longest) >= SUSTAINED_RUN else None
+
+
+def sparse_split_in_doubt(l: int, scores: dict[int, float]) -> bool:
+    """Whether the neighbour rule chose ``l`` below its dense graph (the largest usable candidate
+    of ``scores``, {candidate l: eigengap score}), for a clear eigengap or for agreeing views,
+    where the two graphs disagree on the k groups: the dense graph does not split the batch
+    clearly (score below CLEAR_EIGENGAP), and the sparse one does not fall into exactly k
+    components (then its bottom k directions are the components' indicators, and k-means
+    recovers them whatever directions come beside)."""
+    usable = usable_scores(scores)
+    if l not in usable:
+        return False
+    dense = max(usable)
+    return l < dense and usable[dense] < CLEAR_EIGENGAP and usable[l] < math.inf
+
+
+def batch_component_count(
+    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, l: int, *, seed: int = 0, distinct: bool = True
+) -> tuple[int, dict[int, float]]:
+    """:func:`component_count` on the mean l-NN graph (the training rule) of the seeded batch of
+    ``batch_rows`` training rows that the choice of l reads (views (n, d_v), NaN rows missing)."""
+    n = views[0].shape[0]
+    rows = seeded_rows(n, max(2, min(batch_rows, n)), seed=seed, stream=5)
+    neighbors = present_neighbor_lists(views, rows, max(1, min(l, len(rows) - 1)), distinct=distinct)
+    if not neighbors:
+        return n_clusters, {}
+    return component_count(mean_graph(neighbors, len(rows), max(1, min(l, len(rows) - 1))), n_clusters, seed=seed)
+
+
+def tie_resolved_count(eigenvalues: np.ndarray, n_clusters: int) -> int:
+    """The fewest directions c >= k whose subspace the eigenvalues (ascending, at least k + 1)
+    determine: k unless lambda_k+1 is within EIGENVALUE_TIE (relative) of lambda_k; then the
+    first c after k with lambda_c+1 at least EIGENVALUE_CLEAR above lambda_c, or k where none
+    within the eigenvalues given is (a flat spectrum: no c is better determined than k).
+
+    Near a tie lambda_k ~ lambda_k+1, the bottom-k eigen-subspace is ill-determined (a small
+    change of the graph rotates it by a large angle; Davis-Kahan), and the loss cannot tell the
+    k-th direction from the (k+1)-th: a trained network ends on an arbitrary mix of the two,
+    which may miss the direction that separates two clusters. Both directions together are
+    well determined when a clear gap follows them."""
+    k = n_clusters
+    values = np.asarray(eigenvalues, np.float64)
+
+    def relative_gap(c: int) -> float:  # (lambda_c+1 - lambda_c) / lambda_c, 1-based c
+        return float((values[c] - values[c - 1]) / max(values[c - 1], 1e-12))
+
+    if len(values) <= k or relative_gap(k) >= EIGENVALUE_TIE:
+        return k
+    return next((c for c in range(k + 1, len(values)) if relative_gap(c) >= EIGENVALUE_CLEAR), k)
+
+
+def component_count(
+    w: sp.spmatrix, n_clusters: int, *, seed: int = 0, split_in_doubt: bool = False
+) -> tuple[int, dict[int, float]]:
+    """(c, {candidate c: normalized cut}): the embedding dimension for k = ``n_clusters`` clusters.
+
+    The network learns the bottom eigenvectors of the batch graph's Laplacian, and users run
+    k-means with k clusters on them. Two things can make the bottom k miss a direction that
+    separates two clusters:
+
+    * no eigengap at k: a split inside one class may cost the graph about as little as the
+      split between two classes. For each c from k to k + min(k, EXTRA_COMPONENTS_MAX), k-means
+      (k clusters, unit rows) partitions the bottom c eigenvectors of w (m, m), and the
+      partition is scored by its normalized cut of w. c stays k unless some c cuts the graph
+      at least CLEAR_NCUT_GAIN less (relative); then the fewest components whose cut is within
+      NCUT_TOLERANCE of the lowest;
+    * a tie at k, where the cuts keep k (:func:`tie_resolved_count`): lambda_k+1 about
+      lambda_k, so the network ends on an arbitrary mix of the two directions; c then grows to
+      the first count after which the spectrum has a clear gap.
+
+    * a sparse graph in doubt (``split_in_doubt``, :func:`sparse_split_in_doubt`: the neighbour rule
+      chose l below its dense candidate, which does not split the batch clearly, and the sparse
+      graph is not k components): its k-way split may be sub-groups of one class with two classes joined,
+      which the cut does not tell apart. c is then at least k + 1, grown past a tie at k + 1
+      as above. Handwritten (views 0 and 2, 1,800 training rows, l 5, lambda_k+1 / lambda_k
+      1.22-1.52): k-means on the bottom k eigenvectors 0.82-0.84, on k + 1 0.95-0.96, while
+      the cuts differ by 2 % (0.289 against 0.295); one more direction lets k-means join the
+      sub-groups of a class rather than two classes.
+
+    Above COMPONENT_RULE_MAX_CLUSTERS clusters c is k: one direction more moves the cut of a
+    partition into that many parts far less than the bar (100 clusters: 0.3 %), and the
+    k-means runs would cost seconds for nothing.
+    """
+    k = n_clusters
+    m = w.shape[0]
+    largest = min(k + min(k, EXTRA_COMPONENTS_MAX), m - 2)
+    if largest <= k or k > COMPONENT_RULE_MAX_CLUSTERS:
+        return k, {}
+    values, vectors = bottom_laplacian_eigenpairs(w, min(largest + 1, m - 1))
+    scores: dict[int, float] = {}
+    with threadpool_limits(limits=1, user_api="openmp"):
+        for c in range(k, largest + 1):
+            z = vectors[:, :c] / np.maximum(np.linalg.norm(vectors[:, :c], axis=1, keepdims=True), 1e-12)
+            labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(z)
+            scores[c] = partition_ncut(w, labels, k)
+    chosen = choose_component_count(scores, k)
+    components = min(tie_resolved_count(values, k), largest) if chosen == k else chosen
+    if split_in_doubt:
+        components = max(components, min(tie_resolved_count(values, k + 1), largest))
+    return components, scores
+
+
+def choose_component_count(scores: dict[int, float], n_clusters: int) -> int:
+    """The cut rule of :func:`component_count` on {c: normalized cut}: k unless the lowest cut is
+    at least CLEAR_NCUT_GAIN below k's; then the smallest c within NCUT_TOLERANCE of the lowest."""
+    if not scores:
+        return n_clusters
+    lowest = min(scores.values())
+    if lowest > (1.0 - CLEAR_NCUT_GAIN) * scores[n_clusters]:
+        return n_clusters
+    return min(c for c, score in scores.items() if score <= lowest * (1.0 + NCUT_TOLERANCE))
+
+
+def batch_for_missing_views(
+    views: Sequence[np.ndarray],
+    n_clusters: int,
+    batch_rows: int,
+    l: int,
+    max_factor: int,
+    *,
+    seed: int = 0,
+    distinct: bool = True,
+) -> tuple[int, float, dict[int, float]]:
+    """(m, reference gap, {batch size: eigengap}): the batch size for training rows where views
+    are missing (all-NaN rows).
+
+    A missing view removes that sample's edges from the view's graph, so a batch of m rows with
+    missing views splits into the k groups less cleanly than m complete rows do, and the
+    network learns what its batches' graphs show. The reference is the eigengap of a seeded
+    batch of ``batch_rows`` complete samples (all of them when fewer; CLEAR_EIGENGAP when they
+    are too few for a graph); the batch doubles, up to ``max_factor`` times, GROWN_BATCH_MAX
+    rows and the training rows, until a batch of the training rows with their missing views
+    reaches it. Every view present: ``batch_rows`` unchanged.
+    """
+    n = views[0].shape[0]
+    m = min(batch_rows, n)
+    present = present_views(views)
+    if present.all() or max_factor <= 1:
+        return m, math.nan, {}
+    complete = np.flatnonzero(present.all(axis=1))
+    reference_rows = complete[seeded_rows(len(complete), m, seed=seed, stream=6)]
+    reference = CLEAR_EIGENGAP  # too few complete samples for a graph of their own
+    if len(complete) > max(l, n_clusters) + 1:
+        reference = batch_eigengap(views, reference_rows, l, n_clusters, distinct=distinct)
+        reference = reference if math.isfinite(reference) else CLEAR_EIGENGAP
+    limit = min(n, max(m, min(m * max_factor, GROWN_BATCH_MAX)))
+    gaps: dict[int, float] = {}
+    size = m
+    while True:
+        gaps[size] = batch_eigengap(views, seeded_rows(n, size, seed=seed, stream=7), l, n_clusters, distinct=distinct)
+        if gaps[size] >= reference or size >= limit:
+            return size, reference, gaps
+        size = min(2 * size, limit)
+
+
+def joint_split_scores(
+    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, l: int, *, seed: int = 0
+) -> tuple[float, float]:
+    """(joint, own): the relative eigengaps (:func:`eigengap_score`) of two l-NN graphs of a
+    seeded batch of the samples that have every view (views (n, d_v) with NaN rows for missing
+    views): the graph under all views together (:func:`training.siamese.joint_neighbor_space`)
+    and the mean of the views' own graphs (what training sees). -inf where too few samples have
+    every view for a graph of k groups."""
+    present = present_views(views)
+    complete = np.flatnonzero(present.all(axis=1))
+    if len(complete) < JOINT_MIN_PER_CLUSTER * n_clusters or len(complete) <= max(l, n_clusters) + 1:
+        return -math.inf, -math.inf
+    rows = complete[seeded_rows(len(complete), min(batch_rows, len(complete)), seed=seed, stream=8)]
+    batch = [np.asarray(x)[rows].astype(np.float32) for x in views]
+    everything = np.arange(len(rows))
+    joint = batch_eigengap([joint_neighbor_space(batch, seed=seed)], everything, l, n_clusters)
+    return joint, batch_eigengap(batch, everything, l, n_clusters)
+
+
+def joint_is_clearly_cleaner(joint: float, own: float) -> bool:
+    """The rule of :func:`choose_neighbor_count` applied to the joint graph against the views'
+    own: a score of at least CLEAR_EIGENGAP whose gap is at least GAP_GAIN times the own graphs'.
+    Own graphs that already fall into exactly k components (+inf) leave nothing to gain."""
+    if own == math.inf:
+        return False
+    return joint >= CLEAR_EIGENGAP and joint - 1.0 >= GAP_GAIN * max(own - 1.0, 0.0)
