@@ -82,7 +82,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
     chosen and ``resolved_defaults_`` why.
       n_components: embedding dimension k; None: the config's (by default chosen at fit,
         ``n_clusters`` (the paper's choice) unless a few more eigen-directions of the training
-        rows' kNN graph let k-means cut it clearly less: training.defaults.component_count).
+        rows' kNN graph let k-means cut it clearly less: training.graph_rules.component_count).
       n_clusters: clusters of the k-means fitted on the training embedding (``predict``): the one
         setting to give. None (the default, so that ``SpecRaGE()`` constructs and fits as
         scikit-learn requires) uses 8, scikit-learn's KMeans default, with a UserWarning at fit:
