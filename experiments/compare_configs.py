@@ -15,7 +15,8 @@ import time
 from specrage_jax.data import load_dataset
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.embed import embed
-from specrage_jax.runs.experiment import evaluate_state, train_on_splits
+from specrage_jax.runs.evaluate import evaluate_state
+from specrage_jax.runs.experiment import train_on_splits
 from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain, resolve_run_defaults
 
 

@@ -48,7 +48,8 @@ from specrage_jax.data.incomplete import mean_impute, remove_views_at_random
 from specrage_jax.data.preprocess import unit_rows
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.ops.spectral import present_pairs_laplacian_eigenvectors
-from specrage_jax.runs.experiment import evaluate_state, train_on_splits
+from specrage_jax.runs.evaluate import evaluate_state
+from specrage_jax.runs.experiment import train_on_splits
 from specrage_jax.runs.prepare import (
     PreparedSplits,
     SplitCodes,

@@ -30,7 +30,8 @@ from specrage_jax.evaluation.metrics import clustering_accuracy, kmeans_clusters
 from specrage_jax.nets.embed import embed
 from specrage_jax.ops.spectral import mean_laplacian_eigenvectors
 from specrage_jax.overrides import config_to_dict
-from specrage_jax.runs.experiment import evaluate_state, train_on_splits
+from specrage_jax.runs.evaluate import evaluate_state
+from specrage_jax.runs.experiment import train_on_splits
 from specrage_jax.runs.prepare import prepare_splits, preset_config, pretrain, resolve_run_defaults
 from specrage_jax.runs.records import environment_info
 

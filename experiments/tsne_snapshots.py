@@ -25,7 +25,8 @@ import numpy as np
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState
-from specrage_jax.runs.experiment import split_clusters, train_on_splits
+from specrage_jax.runs.evaluate import split_clusters
+from specrage_jax.runs.experiment import train_on_splits
 from specrage_jax.runs.plots import figure_script_parser, save_figure, two_d_projection
 from specrage_jax.runs.prepare import prepare_run
 from specrage_jax.runs.records import write_json_atomic

@@ -32,7 +32,8 @@ from specrage_jax.ops.diagnostics import (
     off_diagonal_ratio,
     ritz_basis,
 )
-from specrage_jax.runs.experiment import evaluate_state, train_on_splits
+from specrage_jax.runs.evaluate import evaluate_state
+from specrage_jax.runs.experiment import train_on_splits
 from specrage_jax.runs.plots import figure_script_parser, save_figure, view_label
 from specrage_jax.runs.prepare import prepare_run
 from specrage_jax.runs.records import write_json_atomic

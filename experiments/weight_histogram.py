@@ -25,7 +25,8 @@ import numpy as np
 
 from specrage_jax.data import load_dataset, split_indices
 from specrage_jax.data.contamination import inject_outliers
-from specrage_jax.runs.experiment import evaluate_state, train_on_splits
+from specrage_jax.runs.evaluate import evaluate_state
+from specrage_jax.runs.experiment import train_on_splits
 from specrage_jax.runs.plots import figure_script_parser, save_figure, view_label
 from specrage_jax.runs.prepare import prepare_run
 from specrage_jax.runs.records import write_json_atomic

@@ -462,7 +462,7 @@ def test_the_supervised_reference_scores_every_test_sample_once_by_its_group_of_
 
 def test_a_runs_metrics_score_each_group_of_test_samples_only_where_views_are_missing():
     from specrage_jax.data import MultiViewData
-    from specrage_jax.runs.experiment import evaluate_state
+    from specrage_jax.runs.evaluate import evaluate_state
     from specrage_jax.runs.prepare import prepare_splits, preset_config, resolve_run_defaults
     from specrage_jax.validation import present_views
 

@@ -19,7 +19,7 @@ import numbers
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 import optax
@@ -41,7 +41,7 @@ from specrage_jax.api.params import (
     nested_config_params,
     with_nested_params,
 )
-from specrage_jax.api.persistence import _json_value, _rebuild_state, _tree_arrays, load_fitted
+from specrage_jax.api.persistence import load_fitted, pickled_state, save_fitted, unpickled_state
 from specrage_jax.api.pipeline import (
     embed_views,
     model_inputs,
@@ -52,17 +52,8 @@ from specrage_jax.evaluation.clusters import nearest_centre
 from specrage_jax.evaluation.health import (
     DegenerateEmbeddingWarning,
 )
-from specrage_jax.nets.state import adam_optimizer
-from specrage_jax.overrides import config_to_dict
-from specrage_jax.training.checkpoint import save_model
-from specrage_jax.training.checkpoint_files import tree_to_nested
 from specrage_jax.training.loop import validation_loss
-from specrage_jax.training.pretrained import (
-    PretrainedNets,
-    pretrained_record,
-    pretrained_trees,
-    restore_pretrained,
-)
+from specrage_jax.training.pretrained import PretrainedNets
 from specrage_jax.validation import (
     as_view_arrays,
     fill_missing_rows,
@@ -278,10 +269,9 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             )
         views = with_missing_rows(multiview_input(Xs, self.view_dims, what="X"), mask, what="X")
         seed = self._draw_seed()
-        train_idx, val_idx = split or self._split(views[0].shape[0], seed, config.data.val_fraction)
-        scaled = pipeline.preprocess(
-            _rows(views, train_idx), _rows(views, val_idx), config, rest=views, n_clusters=n_clusters, seed=seed
-        )
+        train_idx, val_idx = split or pipeline.validation_split(views[0].shape[0], seed, config.data.val_fraction)
+        train, val = pipeline.select_rows(views, train_idx), pipeline.select_rows(views, val_idx)
+        scaled = pipeline.preprocess(train, val, config, rest=views, n_clusters=n_clusters, seed=seed)
         config, resolved = pipeline.resolve_settings(
             config,
             scaled.train,
@@ -293,7 +283,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         )
         pipeline.check_sizes(
             config,
-            _rows(views, train_idx),
+            pipeline.select_rows(views, train_idx),
             n_samples=views[0].shape[0],
             n_clusters=n_clusters,
             extra=f", validation_fraction={config.data.val_fraction}",
@@ -347,12 +337,6 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         self.labels_ = labels
         self.health_ = health
         return embedding
-
-    def _split(self, n: int, seed: int, validation_fraction: float) -> tuple[np.ndarray, np.ndarray]:
-        """(train rows, validation rows), seeded."""
-        n_val = int(validation_fraction * n)
-        order = np.random.default_rng(seed).permutation(n)
-        return np.sort(order[n_val:]), np.sort(order[:n_val])
 
     # --- inference ---------------------------------------------------------------------------
 
@@ -457,38 +441,7 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         inference, and the loaded estimator has ``optimizer=None`` (set it again before a new
         ``fit``)."""
         check_is_fitted(self)
-        params = {key: _json_value(value) for key, value in self.get_params(deep=False).items()}
-        params["optimizer"] = None  # an optax transformation is code, not JSON: loaded, it is None
-        if isinstance(self.config, ExperimentConfig):
-            params["config"] = config_to_dict(self.config)
-        if not isinstance(self.random_state, (numbers.Integral, type(None))):
-            params["random_state"] = None  # a RandomState is not JSON; seed_ records what was drawn
-        metadata = {
-            "estimator": type(self).__name__,
-            "params": params,
-            "config": config_to_dict(self.config_),
-            "resolved_defaults": getattr(self, "resolved_defaults_", {}),
-            "view_dims": list(self.view_dims_),
-            "seed": self.seed_,
-            "inertia": self.inertia_,
-            "health": None if getattr(self, "health_", None) is None else self.health_.as_dict(),
-            "history": self.history_.as_dict(),
-            "pretrained": pretrained_record(self._pretrained()),
-        }
-        extra = {
-            "scalers": {f"view_{v}": s.as_tree() for v, s in enumerate(self.scalers_)},
-            "clusters": {"centres": self.cluster_centers_, "labels": self.labels_},
-        }
-        if self._pretrained().stages():
-            extra["pretrained"] = pretrained_trees(self._pretrained())
-        return save_model(
-            path,
-            self.state_,
-            metadata=metadata,
-            extra_trees=extra,
-            model_config=self.config_.model,
-            overwrite=overwrite,
-        )
+        return save_fitted(self, path, overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | Path) -> SpecRaGE:
@@ -507,53 +460,14 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         """
         return load_fitted(cls, path)
 
-    # --- pickling: store plain arrays + configs, rebuild the networks on load -----------------
-    # (No flax object is pickled, so a pickle does not depend on nnx internals.)
+    # --- pickling: plain arrays + configs, the networks rebuilt on load (api.persistence) -------
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(super().__getstate__())  # object.__getstate__ returns __dict__ itself
-        if "state_" in state:
-            fitted = state["state_"]
-            if fitted.tx is not adam_optimizer():  # unpickled, the state holds a fresh default Adam, as loaded
-                fitted = fitted.replace(opt_state=adam_optimizer().init(fitted.params))
-            state["state_"] = _tree_arrays(fitted)
-            nets = self._pretrained()
-            trees = {
-                stage: {view: tree_to_nested(params) for view, params in found.items()}
-                for stage, found in pretrained_trees(nets).items()
-            }
-            state["autoencoders_"] = state["siamese_nets_"] = None
-            state["_pretrained"] = (trees, pretrained_record(nets))
-        return state
+        return pickled_state(self, state)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        if "state_" in state:
-            config: ExperimentConfig = state["config_"]
-            state = dict(state)
-            trees, record = state.pop("_pretrained")
-            nets = restore_pretrained(trees, record, config, where="pickled SpecRaGE")
-            state["autoencoders_"], state["siamese_nets_"] = nets.autoencoders, nets.siamese
-            in_dims = tuple(s.out_dim for s in state["scalers_"] if not s.left_out)
-            if nets.autoencoders is not None:
-                in_dims = tuple(config.autoencoder.embedding_dim for _ in in_dims)
-            state["state_"] = _rebuild_state(in_dims, config, state["state_"])
-        super().__setstate__(state)
+        super().__setstate__(unpickled_state(state))
 
     def _pretrained(self) -> PretrainedNets:
         return PretrainedNets(autoencoders=self.autoencoders_, siamese=self.siamese_nets_)
-
-
-# --- helpers ---------------------------------------------------------------------------------
-
-
-@overload
-def _rows(arrays: Sequence[np.ndarray], idx: np.ndarray) -> tuple[np.ndarray, ...]: ...
-@overload
-def _rows(arrays: None, idx: np.ndarray) -> None: ...
-@overload
-def _rows(arrays: Sequence[np.ndarray] | None, idx: np.ndarray) -> tuple[np.ndarray, ...] | None: ...
-
-
-def _rows(arrays: Sequence[np.ndarray] | None, idx: np.ndarray) -> tuple[np.ndarray, ...] | None:
-    """The rows ``idx`` of every array (None stays None)."""
-    return None if arrays is None else tuple(a[idx] for a in arrays)

@@ -377,6 +377,13 @@ def evaluation_rows(n: int, max_rows: int | None, *, seed: int, stream: int) -> 
     return np.sort(rng.choice(n, size=max_rows, replace=False))
 
 
+def validation_split(n: int, seed: int, validation_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """(train rows, validation rows) of n, seeded: the estimator's split of X."""
+    n_val = int(validation_fraction * n)
+    order = np.random.default_rng(seed).permutation(n)
+    return np.sort(order[n_val:]), np.sort(order[:n_val])
+
+
 def select_rows(views: Sequence[Any], rows: np.ndarray | None) -> tuple[Any, ...]:
     """The views at sorted ``rows`` (None: the views as they are); streamed views stay unread."""
     if rows is None:

@@ -3,6 +3,7 @@ model's pipeline as an estimator, and the plain arrays a pickle stores."""
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,12 @@ from specrage_jax.api.pipeline import InferencePipeline, model_directory, pipeli
 from specrage_jax.config import ExperimentConfig
 from specrage_jax.data.preprocess import scaler_from_tree
 from specrage_jax.evaluation.health import HealthReport
-from specrage_jax.nets.state import SpecRaGEState, create_state
-from specrage_jax.overrides import config_from_dict
-from specrage_jax.training.checkpoint import read_model
-from specrage_jax.training.checkpoint_files import CheckpointError
+from specrage_jax.nets.state import SpecRaGEState, adam_optimizer, create_state
+from specrage_jax.overrides import config_from_dict, config_to_dict
+from specrage_jax.training.checkpoint import read_model, save_model
+from specrage_jax.training.checkpoint_files import CheckpointError, tree_to_nested
 from specrage_jax.training.loop import History
-from specrage_jax.training.pretrained import restore_pretrained
+from specrage_jax.training.pretrained import pretrained_record, pretrained_trees, restore_pretrained
 
 
 def _json_value(value: Any) -> Any:
@@ -129,3 +130,79 @@ def estimator_from_pipeline(cls: type[Any], pipeline: InferencePipeline) -> Any:
     est.inertia_ = None
     est.health_ = HealthReport.from_dict(meta["health"]) if "health" in meta else None
     return est
+
+
+def save_fitted(est: Any, path: str | Path, *, overwrite: bool = False) -> Path:
+    """``est.save(path)``: writes the fitted estimator ``est`` to the directory ``path`` (see
+    ``SpecRaGE.save``); the optimizer is left out (a loaded estimator has ``optimizer=None``)."""
+    params = {key: _json_value(value) for key, value in est.get_params(deep=False).items()}
+    params["optimizer"] = None  # an optax transformation is code, not JSON: loaded, it is None
+    if isinstance(est.config, ExperimentConfig):
+        params["config"] = config_to_dict(est.config)
+    if not isinstance(est.random_state, (numbers.Integral, type(None))):
+        params["random_state"] = None  # a RandomState is not JSON; seed_ records what was drawn
+    metadata = {
+        "estimator": type(est).__name__,
+        "params": params,
+        "config": config_to_dict(est.config_),
+        "resolved_defaults": getattr(est, "resolved_defaults_", {}),
+        "view_dims": list(est.view_dims_),
+        "seed": est.seed_,
+        "inertia": est.inertia_,
+        "health": None if getattr(est, "health_", None) is None else est.health_.as_dict(),
+        "history": est.history_.as_dict(),
+        "pretrained": pretrained_record(est._pretrained()),
+    }
+    extra = {
+        "scalers": {f"view_{v}": s.as_tree() for v, s in enumerate(est.scalers_)},
+        "clusters": {"centres": est.cluster_centers_, "labels": est.labels_},
+    }
+    if est._pretrained().stages():
+        extra["pretrained"] = pretrained_trees(est._pretrained())
+    return save_model(
+        path,
+        est.state_,
+        metadata=metadata,
+        extra_trees=extra,
+        model_config=est.config_.model,
+        overwrite=overwrite,
+    )
+
+
+# --- pickling: store plain arrays + configs, rebuild the networks on load -------------------------
+# (No flax object is pickled, so a pickle does not depend on nnx internals.)
+
+
+def pickled_state(est: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """``est.__getstate__``: ``state`` (a copy of ``est.__dict__``) with a fitted estimator's
+    training state as plain arrays (its optimizer state a fresh default Adam's) and its
+    pre-training nets as nested arrays and their record."""
+    if "state_" in state:
+        fitted = state["state_"]
+        if fitted.tx is not adam_optimizer():  # unpickled, the state holds a fresh default Adam, as loaded
+            fitted = fitted.replace(opt_state=adam_optimizer().init(fitted.params))
+        state["state_"] = _tree_arrays(fitted)
+        nets = est._pretrained()
+        trees = {
+            stage: {view: tree_to_nested(params) for view, params in found.items()}
+            for stage, found in pretrained_trees(nets).items()
+        }
+        state["autoencoders_"] = state["siamese_nets_"] = None
+        state["_pretrained"] = (trees, pretrained_record(nets))
+    return state
+
+
+def unpickled_state(state: dict[str, Any]) -> dict[str, Any]:
+    """What ``__setstate__`` restores from a pickled ``state`` (:func:`pickled_state`): the networks
+    rebuilt from their arrays and configuration (``state`` itself when it holds no fit)."""
+    if "state_" in state:
+        config: ExperimentConfig = state["config_"]
+        state = dict(state)
+        trees, record = state.pop("_pretrained")
+        nets = restore_pretrained(trees, record, config, where="pickled SpecRaGE")
+        state["autoencoders_"], state["siamese_nets_"] = nets.autoencoders, nets.siamese
+        in_dims = tuple(s.out_dim for s in state["scalers_"] if not s.left_out)
+        if nets.autoencoders is not None:
+            in_dims = tuple(config.autoencoder.embedding_dim for _ in in_dims)
+        state["state_"] = _rebuild_state(in_dims, config, state["state_"])
+    return state

@@ -38,7 +38,8 @@ from specrage_jax.data.contamination import inject_noise, inject_outliers
 from specrage_jax.evaluation.alignment import AlignmentConfig, train_alignment
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.overrides import apply_overrides, config_to_dict
-from specrage_jax.runs.experiment import evaluate_state, split_clusters, train_on_splits
+from specrage_jax.runs.evaluate import evaluate_state, split_clusters
+from specrage_jax.runs.experiment import train_on_splits
 from specrage_jax.runs.prepare import (
     PreparedSplits,
     SplitCodes,
