@@ -286,17 +286,17 @@ def _full_batch_update(
     def loss_fn(params: nnx.State) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
         # R^-1 from every present view; the loss on the fusion the view dropout leaves (the same
         # output when it is off)
-        y_tilde, y_for_loss, alpha = _fuse_for_loss(state, params, batch, outputs)
+        per_view = outputs
+        if per_view is None and state.graph.view_alignment != 0:  # one pass of the nets serves both terms
+            per_view = nnx.merge(state.graphdef, params, state.ortho).present_view_outputs(batch.views, batch.mask)
+        y_tilde, y_for_loss, alpha = _fuse_for_loss(state, params, batch, per_view)
         cfg = state.ortho_config
         r_inv = orthonormalizer(y_tilde, convention=cfg.convention, rank_tol=cfg.rank_tol, refine=cfg.refine)
         if not cfg.grad_through_r_inv:
             r_inv = jax.lax.stop_gradient(r_inv)
         loss = loss_of_fused(state, batch, y_for_loss @ r_inv, alpha)
-        if state.graph.view_alignment == 0:
+        if per_view is None or state.graph.view_alignment == 0:
             return loss, (alpha, r_inv)
-        per_view = outputs
-        if per_view is None:
-            per_view = nnx.merge(state.graphdef, params, state.ortho).present_view_outputs(batch.views, batch.mask)
         aligned = aligned_objective(loss, per_view @ r_inv, y_tilde @ r_inv, state.graph.view_alignment, batch.mask)
         return aligned, (alpha, r_inv)
 
