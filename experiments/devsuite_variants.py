@@ -45,6 +45,8 @@ deterministic for a seed, and writes no files. ``data_dir`` holds ``devsuite/*.m
   of 3 fixed features and two wide, weakly informative views: a real view padded with i.i.d.
   Gaussian noise columns to 400 features, the noise scaled to the view's mean feature standard
   deviation.
+* ``BBC4view+agree3``, ``translations6``, ``WikipediaArticles-imbalanced-narrow``: see
+  ``devsuite_text_variants.py`` (views that agree, views that translate one another, imbalance).
 
     from devsuite_variants import VARIANTS, build_variant
     data = build_variant("WebKB+hubs", "DATA", seed=0)
@@ -476,6 +478,9 @@ def _registry() -> dict[str, Callable[..., MultiViewData]]:
         variants[f"{base}+noise"] = functools.partial(build_noise_view, base=base)
     variants["handwritten-imbalanced-narrow"] = build_imbalanced_handwritten
     variants["digits-imbalanced-narrow"] = build_imbalanced_digits
+    from devsuite_text_variants import TEXT_VARIANTS  # imported here: that module uses this one's helpers
+
+    variants.update(TEXT_VARIANTS)
     return variants
 
 
