@@ -57,6 +57,10 @@ KMEANS_SEEDS = range(5)
 DEFAULT_OUT = "experiments/results/devsuite"
 VARIANTS_OUT = "experiments/results/devsuite_variants"
 VARIANTS_BASELINES = "experiments/results/devsuite_variants_baselines.json"
+CCA_BASELINES = (
+    "experiments/results/devsuite_cca_baselines.json",
+    "experiments/results/devsuite_variants_cca_baselines.json",
+)
 
 
 def kmeans_scores(embedding: np.ndarray, labels: np.ndarray, k: int) -> dict[str, Any]:
@@ -162,14 +166,27 @@ def variants_summary(results: dict[str, dict[str, Any]]) -> str | None:
     )
 
 
-def markdown_table(results: dict[str, dict[str, Any]], cpu: str, seed: int = 0) -> str:
-    """The README's table: ACC / NMI, fit seconds, the bar beside each, and the resolved settings;
-    a summary line below it when variants ran. ``seed``: the fits' random_state."""
+def cca_baselines() -> dict[str, Any]:
+    """The best linear CCA setting per dataset (experiments/cca_baselines.py's files), by name."""
+    found: dict[str, Any] = {}
+    for path in CCA_BASELINES:
+        if Path(path).exists():
+            found.update(json.loads(Path(path).read_text()))
+    return found
+
+
+def markdown_table(
+    results: dict[str, dict[str, Any]], cpu: str, seed: int = 0, cca: dict[str, Any] | None = None
+) -> str:
+    """The README's table: ACC / NMI, fit seconds, the bar and the best linear CCA (``cca``,
+    :func:`cca_baselines`) beside each, and the resolved settings; a summary line below it when
+    variants ran. ``seed``: the fits' random_state."""
+    cca = cca or {}
     lines = [
         f"Default estimator, seed {seed}, k-means seeds 0-4 (n_init 10); fit seconds on {cpu}.",
         "",
-        "| dataset | protocol | n | ACC | NMI | fit s | bar (ACC) | ACC / bar | l | preprocessing |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| dataset | protocol | n | ACC | NMI | fit s | bar (ACC) | ACC / bar | CCA best | l | preprocessing |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in results.items():
         if "baseline" in r:
@@ -181,9 +198,11 @@ def markdown_table(results: dict[str, dict[str, Any]], cpu: str, seed: int = 0) 
         resolved = r["resolved"]
         l = resolved.get("graph.n_neighbors", {}).get("value", "-")
         prep = ", ".join(resolved.get("data.preprocess", {}).get("value", ["-"]))
+        best = cca.get(name, {}).get("cca_best")
+        linear = "-" if best is None else f"{best['ACC']:.3f} ({best['name']})"
         lines.append(
             f"| {name} | {r['protocol']} | {r['n']} | {r['ACC']:.3f} | {r['NMI']:.3f} | {r['fit_seconds']:.0f} "
-            f"| {bar} | {ratio} | {l} | {prep} |"
+            f"| {bar} | {ratio} | {linear} | {l} | {prep} |"
         )
     summary = variants_summary(results)
     if summary is not None:
@@ -304,7 +323,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"seed": args.seed, "overrides": args.overrides, "missing": args.missing, "cpu": cpu, "results": results}
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1))
-    out.with_suffix(".md").write_text(markdown_table(results, cpu, args.seed))
+    out.with_suffix(".md").write_text(markdown_table(results, cpu, args.seed, cca_baselines()))
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
 
 

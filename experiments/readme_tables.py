@@ -326,7 +326,13 @@ def devsuite_bar(result: Mapping[str, Any]) -> tuple[str, str]:
     return (f"{target:.2f} (target)", f"{result['ACC'] / target:.2f}") if target else ("-", "-")
 
 
-def devsuite_row(name: str, result: Mapping[str, Any]) -> list[str]:
+def cca_cell(cca: Mapping[str, Any], name: str) -> str:
+    """The best linear CCA setting's ACC for ``name`` (experiments/cca_baselines.py), or "-"."""
+    best = cca.get(name, {}).get("cca_best")
+    return "-" if best is None else f"{fmt3(best['ACC'])} ({best['name']})"
+
+
+def devsuite_row(name: str, result: Mapping[str, Any], cca: Mapping[str, Any]) -> list[str]:
     """One dataset's row of the development-suite table."""
     bar, ratio = devsuite_bar(result)
     resolved = result["resolved"]
@@ -341,6 +347,7 @@ def devsuite_row(name: str, result: Mapping[str, Any]) -> list[str]:
         f"{result['fit_seconds']:.0f}",
         bar,
         ratio,
+        cca_cell(cca, name),
         str(neighbours),
         preprocessing,
     ]
@@ -371,7 +378,13 @@ def render_devsuite(payloads: Payloads) -> str:
         "spectral embedding of the mean 10-NN graph, each under two preprocessings; "
         "`devsuite/baselines.json`) or the paper-dataset target. "
     )
-    return devsuite_block(intro, results, bar_note + devsuite_summary(results))
+    cca_note = (
+        "CCA best: the best by ACC of 16 linear CCA settings (multiset and generalized CCA, four shrinkages, raw or "
+        "unit rows; `devsuite_cca_baselines.json`), chosen with the labels. "
+    )
+    return devsuite_block(
+        intro, results, bar_note + cca_note + devsuite_summary(results), payloads["devsuite_cca_baselines"]
+    )
 
 
 def kmeans_seed_range(results: Mapping[str, Mapping[str, Any]]) -> str:
@@ -379,10 +392,23 @@ def kmeans_seed_range(results: Mapping[str, Mapping[str, Any]]) -> str:
     return seed_range([s["seed"] for s in next(iter(results.values())).get("per_seed", [])])
 
 
-def devsuite_block(intro: str, results: Mapping[str, Mapping[str, Any]], summary: str) -> str:
-    """A devsuite-style block: intro line, the per-dataset table, then the summary line."""
-    header = ["dataset", "protocol", "n", "ACC", "NMI", "fit s", "bar (ACC)", "ACC / bar", "l", "preprocessing"]
-    rows = [devsuite_row(name, result) for name, result in results.items()]
+def devsuite_block(intro: str, results: Mapping[str, Mapping[str, Any]], summary: str, cca: Mapping[str, Any]) -> str:
+    """A devsuite-style block: intro line, the per-dataset table (with the best linear CCA beside
+    the bar), then the summary line."""
+    header = [
+        "dataset",
+        "protocol",
+        "n",
+        "ACC",
+        "NMI",
+        "fit s",
+        "bar (ACC)",
+        "ACC / bar",
+        "CCA best",
+        "l",
+        "preprocessing",
+    ]
+    rows = [devsuite_row(name, result, cca) for name, result in results.items()]
     return "\n".join([intro, "", *markdown_table(header, rows), "", summary]) + "\n"
 
 
@@ -407,9 +433,10 @@ def render_devsuite_variants(payloads: Payloads) -> str:
     intro = (
         f"Default estimator, fit seed {payload['seed']}, k-means seeds {kmeans_seed_range(results)} (n_init 10), "
         f"all rows; fit seconds on {payload['cpu']}. The bar is the best naive baseline of each variant "
-        "(`experiments/results/devsuite_variants_baselines.json`)."
+        "(`experiments/results/devsuite_variants_baselines.json`); CCA best the best of 16 linear CCA settings, "
+        "chosen with the labels (`experiments/results/devsuite_variants_cca_baselines.json`)."
     )
-    return devsuite_block(intro, results, variants_summary_line(results))
+    return devsuite_block(intro, results, variants_summary_line(results), payloads["devsuite_variants_cca_baselines"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -527,8 +554,10 @@ class Block:
 BLOCKS: dict[str, Block] = {
     "paper_results": Block((*MULTI_SEED_SOURCES, *SINGLE_RUN_SOURCES), render_paper_results, README_PAGE),
     "robustness_bdgp": Block(("fusion_bdgp", ROBUSTNESS_SEEDS), render_robustness_bdgp, RESULTS_PAGE),
-    "devsuite": Block(("devsuite",), render_devsuite, RESULTS_PAGE),
-    "devsuite_variants": Block(("devsuite_variants",), render_devsuite_variants, NOTES_PAGE),
+    "devsuite": Block(("devsuite", "devsuite_cca_baselines"), render_devsuite, RESULTS_PAGE),
+    "devsuite_variants": Block(
+        ("devsuite_variants", "devsuite_variants_cca_baselines"), render_devsuite_variants, NOTES_PAGE
+    ),
     "infinitemnist_headline": Block(("infinitemnist_curve",), render_infinitemnist_headline, README_PAGE),
     "infinitemnist_curve": Block(("infinitemnist_curve",), render_infinitemnist_curve, CURVE_PAGE),
     "one_view_rows": Block(("one_view_rows", "one_view_rows_fusion_parts"), render_one_view_rows, SETTINGS_PAGE),

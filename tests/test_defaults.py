@@ -53,8 +53,6 @@ from specrage_jax.training.graph_probes import (
     bottom_laplacian_eigenvectors,
     eigengap_score,
     partition_ncut,
-    present_neighbor_lists,
-    view_neighbor_agreement,
 )
 from specrage_jax.training.graph_rules import (
     batch_for_missing_views,
@@ -63,9 +61,9 @@ from specrage_jax.training.graph_rules import (
     class_size_neighbor_cap,
     component_count,
     eigengap_neighbor_count,
-    gap_persists,
     joint_is_clearly_cleaner,
     joint_split_scores,
+    neighbor_choice,
     sparse_split_in_doubt,
     sustained_gap_neighbor_count,
     tie_resolved_count,
@@ -234,33 +232,26 @@ def test_eigengap_score_rewards_a_clean_split_and_rejects_fragments():
 
 
 def test_neighbor_choice_keeps_the_dense_graph_unless_a_sparser_one_is_clearly_cleaner():
-    assert choose_neighbor_count({5: 1.12, 10: 1.03, 30: 1.04}) == 30  # a weak gap: stay dense
-    assert choose_neighbor_count({5: 1.57, 8: 1.28, 10: 1.1, 30: 1.09}) == 5  # clearly cleaner at 5 (and 8)
-    # clean at one l only, gone at the next: fragments, not clusters (Handwritten, one seed's split)
-    assert choose_neighbor_count({5: 1.414, 8: 1.088, 10: 1.018, 12: 1.032, 15: 1.04, 20: 1.023, 30: 1.051}) == 30
-    assert choose_neighbor_count({5: 1.46, 10: 1.45, 30: 1.35}) == 30  # cleaner, but not twice the gap
-    assert choose_neighbor_count({5: 1.6, 8: 1.6, 10: 1.3, 30: 1.1}) == 8  # ties go to the larger l
-    assert choose_neighbor_count({5: 1.22, 8: 1.16, 10: 1.13, 12: 1.07}) == 5  # the gap shrinks gradually
-    # one dip is not the end of the gap: the best of the next two candidates keeps a third of it
-    # (faces, one seed; with the next candidate alone this went to the agreeing views' l 10, 0.418 vs 0.603)
-    faces = {5: 1.709, 8: 1.098, 10: 1.316, 12: 1.098, 15: 1.259, 20: 1.012, 30: 1.041}
-    assert gap_persists(faces, 5) and choose_neighbor_count(faces, 0.41) == 5
-    assert not gap_persists({5: 1.414, 8: 1.088, 10: 1.018, 30: 1.05}, 5)  # gone at both: fragments
-    assert gap_persists({5: 1.3, 8: 1.0, 30: 1.12}, 5)  # the window reaches the dense graph itself
-    assert choose_neighbor_count({5: -math.inf, 10: 1.3}) == 10
+    assert choose_neighbor_count({5: 1.12, 10: 1.03, 30: 1.04}) == (30, "dense")  # a weak gap: stay dense
+    assert choose_neighbor_count({5: 1.57, 8: 1.28, 10: 1.1, 30: 1.09}) == (5, "clear gap")  # cleaner at 5 (and 8)
+    assert choose_neighbor_count({5: 1.46, 10: 1.45, 30: 1.35}) == (30, "dense")  # cleaner, but not twice the gap
+    assert choose_neighbor_count({5: 1.6, 8: 1.6, 10: 1.3, 30: 1.1}) == (8, "clear gap")  # ties go to the larger l
+    assert choose_neighbor_count({5: 1.22, 8: 1.16, 10: 1.13, 12: 1.07})[0] == 5  # the gap shrinks gradually
+    assert choose_neighbor_count({5: -math.inf, 10: 1.3}) == (10, "dense")
     assert choose_neighbor_count({}) is None
 
 
 def test_a_modest_gap_sustained_over_several_sparser_graphs_takes_the_top_of_that_run():
     # digits with a 57 % class and a 3-wide informative view: no candidate reaches 1.2
     imbalanced = {5: 1.126, 8: 1.124, 10: 1.128, 12: 1.134, 15: 1.092, 20: 1.058, 30: 1.038}
-    assert sustained_gap_neighbor_count(imbalanced) == 12 and choose_neighbor_count(imbalanced, 0.10) == 12
-    # a gap at one or two l only: fragments (Handwritten, two splits): the agreeing views' l 10
+    assert sustained_gap_neighbor_count(imbalanced) == 12
+    assert choose_neighbor_count(imbalanced) == (12, "sustained gap")
+    # a gap at one or two l only: fragments (Handwritten, two splits): the dense graph
     assert sustained_gap_neighbor_count({5: 1.147, 8: 1.068, 10: 1.03, 30: 1.055}) is None
-    assert choose_neighbor_count({5: 1.136, 8: 1.136, 10: 1.083, 12: 1.035, 30: 1.027}, 0.56) == 10
+    assert choose_neighbor_count({5: 1.136, 8: 1.136, 10: 1.083, 12: 1.035, 30: 1.027}) == (30, "dense")
     # each must hold GAP_GAIN times the dense graph's gap, and the dense graph must not split clearly
     assert sustained_gap_neighbor_count({5: 1.15, 8: 1.15, 10: 1.15, 30: 1.09}) is None
-    assert choose_neighbor_count({5: 1.15, 8: 1.15, 10: 1.15, 12: 1.15, 30: 1.21}) == 30
+    assert choose_neighbor_count({5: 1.15, 8: 1.15, 10: 1.15, 12: 1.15, 30: 1.21}) == (30, "dense")
     # the longer run wins; equal runs: the denser one; one run through the gap: its top
     two = {5: 1.15, 8: 1.15, 10: 1.12, 12: 1.02, 15: 1.11, 20: 1.13, 30: 1.01}
     assert sustained_gap_neighbor_count(two) == 10
@@ -268,31 +259,14 @@ def test_a_modest_gap_sustained_over_several_sparser_graphs_takes_the_top_of_tha
     assert sustained_gap_neighbor_count({**two, 12: 1.11}) == 20
 
 
-def test_agreeing_views_take_the_sparse_graph_where_no_graph_splits_clearly():
-    flat = {5: 1.12, 8: 1.05, 10: 1.03, 12: 1.01, 15: 1.01, 20: 1.01, 30: 1.02}  # Handwritten's shape
-    assert choose_neighbor_count(flat, 0.55) == 10
-    assert choose_neighbor_count(flat, 0.10) == 30 and choose_neighbor_count(flat) == 30  # or NaN: one view
-    assert choose_neighbor_count({**flat, 30: 1.25}, 0.55) == 30  # the dense graph splits clearly: keep it
-    assert choose_neighbor_count({5: 1.1, 8: 1.05}, 0.55) == 8  # the candidates stop below 10
-    assert choose_neighbor_count({12: 1.02, 15: 1.01}, 0.55) == 15  # none at or below 10: dense
-    assert choose_neighbor_count({5: 1.57, 8: 1.28, 10: 1.1, 30: 1.09}, 0.55) == 5  # a clear gap still wins
-
-
-def test_view_neighbor_agreement_counts_the_shared_neighbours_of_the_rows_with_both_views():
-    x, _ = clustered(200, 4, 6, seed=1)
-    noise = np.random.default_rng(2).normal(size=(200, 6)).astype(np.float32)
-    rows = np.arange(200)
-
-    def agreement(*views: np.ndarray) -> float:
-        return view_neighbor_agreement(present_neighbor_lists(views, rows, 10), 200, 10)
-
-    assert agreement(x, 2.0 * x + 1.0) == pytest.approx(1.0)  # the same neighbourhoods
-    assert agreement(x, noise) < 0.15  # unrelated views: about l / m
-    assert math.isnan(agreement(x))
-    gappy, scaled = x.copy(), 2.0 * x
-    gappy[:50] = scaled[:50] = np.nan  # both views missing for 50 samples: the other 150 agree fully
-    assert agreement(gappy, scaled) == pytest.approx(1.0)
-    assert 0.15 < agreement(x, scaled) < 1.0  # view 0's neighbours include rows that view 1 lacks
+def test_the_neighbor_choice_names_its_branch_and_the_scores_that_decided_it():
+    x, _ = clustered(300, 3, 5, seed=3)
+    choice = neighbor_choice([x], 3, 300)
+    assert choice.rule in {"clear gap", "sustained gap", "dense"} and choice.graph is not None
+    assert choice.graph.shape == (300, 300) and str(choice.l) in choice.explain()
+    assert f"{choice.scores[choice.l]:.3g}" in choice.explain()
+    tiny = neighbor_choice([x[:6]], 3, 6)
+    assert tiny.rule == "fallback" and tiny.graph is None and "no candidate" in tiny.explain()
 
 
 def test_eigengap_count_on_clusters_and_on_tiny_batches():
@@ -341,8 +315,9 @@ def test_component_count_keeps_k_unless_more_directions_cut_the_graph_clearly_le
     assert choose_component_count({}, 3) == 3
     x, _ = clustered(200, 4, 6, seed=9)  # clean clusters: k directions already split them
     w = sp.csr_matrix(np.exp(-np.square(x[:, None] - x[None]).sum(-1) / 2.0))
-    c, cuts = component_count(w, 4)
-    assert c == 4 and set(cuts) == {4, 5, 6, 7, 8}
+    choice = component_count(w, 4)
+    assert choice.c == 4 and set(choice.cuts) == {4, 5, 6, 7, 8} and choice.rule == "clusters"
+    assert "the 4 clusters asked for" in choice.explain(4)
 
 
 def test_a_tie_at_k_grows_the_dimension_to_the_next_clear_gap():
@@ -365,8 +340,9 @@ def test_component_count_resolves_a_tie_the_cuts_do_not_see():
     w = sp.csr_matrix(np.exp(-np.square(x[:, None] - x[None]).sum(-1) / 2.0))
     values = np.linalg.eigvalsh(np.diag(np.asarray(w.sum(1)).ravel()) - w.toarray())
     assert abs(values[2] - values[1]) < 1e-6 * values[1] and values[3] > 1.5 * values[2]
-    assert component_count(w, 2)[0] == 3
-    assert component_count(w, 3)[0] == 3  # no tie at 3
+    assert component_count(w, 2).c == 3 and component_count(w, 2).rule == "tie"
+    assert "lambda_k+1 is within" in component_count(w, 2).explain(2)
+    assert component_count(w, 3).c == 3  # no tie at 3
 
 
 def test_a_sparse_split_is_in_doubt_only_where_the_dense_graph_does_not_split_clearly():
@@ -382,21 +358,23 @@ def test_a_sparse_split_is_in_doubt_only_where_the_dense_graph_does_not_split_cl
 def test_beside_a_sparse_graph_the_dimension_is_at_least_one_more_than_k():
     x, _ = clustered(200, 4, 6, seed=9)  # clean clusters: k directions split them, c = k alone
     w = sp.csr_matrix(np.exp(-np.square(x[:, None] - x[None]).sum(-1) / 2.0))
-    assert component_count(w, 4)[0] == 4
+    assert component_count(w, 4).c == 4
     # the within-cluster eigenvalues 16.9, 17.1, 17.9, 18.4, 18.9 tie all along: no count past
     # k + 1 is better determined, so k + 1
-    assert component_count(w, 4, split_in_doubt=True)[0] == 5
+    doubt = component_count(w, 4, split_in_doubt=True)
+    assert doubt.c == 5 and doubt.rule == "sparse graph in doubt"
 
 
 def test_resolution_adds_a_direction_where_it_chose_a_sparse_graph_in_doubt():
-    # four overlapping clusters, each of two shifted halves; the second view a noisy copy: no graph
-    # splits the batch clearly (scores 1.1-1.14), the views agree, so l 10 of the dense 30
-    x, _ = clustered(300, 4, 6, seed=1, spread=3.0)
+    # four overlapping clusters, each of two shifted halves; the second view a noisy copy: the
+    # dense graph does not split the batch clearly, l 5 does, but not into exactly 4 components
+    x, _ = clustered(300, 4, 6, seed=1, spread=2.5)
     x = x + ((np.arange(300) // 4) % 2)[:, None] * np.eye(6)[0]
     noisy = x[:, ::-1] + 0.5 * np.random.default_rng(1).standard_normal(x.shape)
     config, chosen = resolve_defaults(ExperimentConfig.auto(), _shape([x, noisy], 4))
-    assert config.graph.n_neighbors == 10 and config.model.n_components >= 5
-    assert "sparser than the dense one" in chosen["model.n_components"]["why"]
+    assert config.graph.n_neighbors == 5 and chosen["graph.n_neighbors"]["rule"] == "clear gap"
+    assert config.model.n_components >= 5 and chosen["model.n_components"]["rule"] == "sparse graph in doubt"
+    assert "sparser than the dense graph" in chosen["model.n_components"]["why"]
     tight, _ = clustered(300, 4, 6, seed=4, spread=0.3)  # the sparse graphs fall into 4 components
     config, _ = resolve_defaults(ExperimentConfig.auto(), _shape([tight, tight[:, ::-1]], 4))
     assert config.graph.n_neighbors < 30 and config.model.n_components == 4

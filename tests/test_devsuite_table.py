@@ -23,10 +23,16 @@ def test_the_table_names_the_seed_the_fits_ran_with():
     table = devsuite.markdown_table({"WebKB": ROW}, "some CPU", seed=3)
     assert table.startswith("Default estimator, seed 3, ") and "fit seconds on some CPU." in table
     assert (
-        "| WebKB | all rows | 203 | 0.798 | 0.458 | 18 | 0.677 (concat_kmeans/l2) | 1.18 | 30 | svd_l2, svd_l2 |"
+        "| WebKB | all rows | 203 | 0.798 | 0.458 | 18 | 0.677 (concat_kmeans/l2) | 1.18 | - | 30 | svd_l2, svd_l2 |"
         in table
     )
     assert devsuite.markdown_table({"WebKB": ROW}, "some CPU").startswith("Default estimator, seed 0, ")
+
+
+def test_the_table_puts_the_best_linear_cca_beside_the_bar():
+    cca = {"WebKB": {"cca_best": {"name": "mcca/c0.5", "ACC": 0.7153}}}
+    table = devsuite.markdown_table({"WebKB": ROW}, "some CPU", cca=cca)
+    assert "| 0.677 (concat_kmeans/l2) | 1.18 | 0.715 (mcca/c0.5) | 30 |" in table
 
 
 def test_the_cpu_line_carries_family_and_model_where_the_kernel_gives_them(monkeypatch, tmp_path):

@@ -148,6 +148,7 @@ def describe_left_out_views(scalers: Sequence[ViewScaler]) -> dict[str, Any]:
                 "third as related as two other views would, and their own kNN graph splits the rows less "
                 "cleanly than the other views'; transform gives them weight 0"
             ),
+            "rule": "unrelated views",
         }
     }
 
@@ -171,7 +172,7 @@ def resolve_settings(
     ``sample`` reads a seeded sample of at most FULL_BATCH_MAX training rows (GROWN_BATCH_MAX
     where views are missing) for the rules that look at the rows (the CLI's runs); False reads
     every training row (the estimator)."""
-    described = describe_preprocessing([s.kind for s in scalers], config.data.preprocess)
+    described = describe_preprocessing([s.kind for s in scalers], config.data.preprocess, [s.reason for s in scalers])
     described.update(describe_left_out_views(scalers))
     views_missing = any(missing_rows(v).any() for v in train)
     incomplete = config.train.missing_view_batch_growth > 1 and views_missing

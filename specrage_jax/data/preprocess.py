@@ -10,7 +10,7 @@ view's statistics (:func:`auto_view_kind`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -72,6 +72,23 @@ def auto_view_kind(view: np.ndarray, *, sparse_below: float = 0.1, svd_component
     return SPARSE_KIND if x.shape[1] > svd_components else NARROW_SPARSE_KIND
 
 
+def auto_view_reason(view: np.ndarray, kind: str, *, sparse_below: float = 0.1, svd_components: int = 100) -> str:
+    """Why :func:`auto_view_kind` gave ``view`` (n, d) the preprocessing ``kind``: the branch and
+    the view's numbers that decided it (width, share of nonzero entries)."""
+    x = np.asarray(view)
+    width, nonzero = x.shape[1], fraction_nonzero(x)
+    if kind == "standard":
+        return f"{width} features (< {MIN_FEATURES_FOR_UNIT_ROWS}) or constant: standard"
+    density = f"{nonzero:.1%} nonzero ({'<' if nonzero < sparse_below else '>='} {sparse_below:.0%})"
+    if kind == SPARSE_KIND:
+        return f"{width} features, {density}, wider than {svd_components}: {kind}"
+    if kind == NARROW_SPARSE_KIND:
+        return f"{width} features, {density}, at most {svd_components} wide: {kind}"
+    if kind == COMPOSITION_KIND:
+        return f"{width} features, {density}, rows of one total (compositions): {kind}"
+    return f"{width} features, {density}: {kind}"
+
+
 def signed_sqrt(x: np.ndarray) -> np.ndarray:
     """sign(x) sqrt(|x|) entrywise: the square root of non-negative entries, defined (not NaN) for
     a negative entry a new row may hold."""
@@ -115,6 +132,7 @@ class ViewScaler:
     components: np.ndarray | None = None
     kind: str = ""
     left_out: bool = False  # the view takes no part in the fit (a scaler pickled before it: False)
+    reason: str = field(default="", compare=False)  # data.preprocess=auto: why this kind (not saved)
 
     @property
     def in_dim(self) -> int:
@@ -197,6 +215,8 @@ def fit_view_scaler(view: np.ndarray, kind: str, *, svd_components: int = 100, s
     view = present_rows(view)
     if kind == "auto":
         kind = auto_view_kind(view, sparse_below=sparse_below, svd_components=svd_components)
+        reason = auto_view_reason(view, kind, sparse_below=sparse_below, svd_components=svd_components)
+        return replace(fit_view_scaler(view, kind, svd_components=svd_components), reason=reason)
     if kind in ROW_NORMALIZING_KINDS:
         return replace(fit_view_scaler(view, ROW_NORMALIZING_KINDS[kind]), unit_rows=True, kind=kind)
     x = np.asarray(view, dtype=np.float64)

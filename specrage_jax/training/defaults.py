@@ -35,24 +35,16 @@ from specrage_jax.config import (
     SiameseConfig,
 )
 from specrage_jax.training.graph_rules import (
-    AGREEING_VIEWS,
-    AGREEMENT_NEIGHBORS,
     CLEAR_EIGENGAP,
-    CLEAR_NCUT_GAIN,
-    EIGENVALUE_TIE,
     GAP_GAIN,
-    GAP_PERSISTENCE,
     GROWN_BATCH_MAX,
-    NCUT_TOLERANCE,
-    PERSISTENCE_WINDOW,
-    SUSTAINED_EIGENGAP,
-    SUSTAINED_RUN,
+    MANY_CLUSTERS,
     batch_component_count,
     batch_for_missing_views,
     component_count,
     joint_is_clearly_cleaner,
     joint_split_scores,
-    neighbor_count_and_graph,
+    neighbor_choice,
     sparse_split_in_doubt,
 )
 from specrage_jax.validation import missing_rows
@@ -67,7 +59,6 @@ WIDTHS_BY_ROWS = (  # (below this many training rows, per-view MLP widths)
     (50000, (512, 512, 256)),  # mini-batches of FULL_BATCH_MAX rows: the step no longer grows with n
 )
 LARGE_WIDTHS = (1024, 1024, 512)  # the paper's widths, from 50000 training rows on
-NORMALIZED_DEGREES_ABOVE = 20  # more clusters than this: each batch's graphs are degree-normalized
 
 
 @dataclass(frozen=True)
@@ -111,21 +102,28 @@ def projected_document_terms(shape: DataShape) -> float | None:
     return max(medians) if medians else None
 
 
-def graph_inputs_rule(shape: DataShape, whole: bool) -> tuple[str, str]:
-    """(``data.graph_inputs``, why): the unreduced rows where the whole training set is one batch,
+def graph_inputs_rule(shape: DataShape, whole: bool) -> tuple[str, str, str]:
+    """(``data.graph_inputs``, why, rule): the unreduced rows where the whole training set is one batch,
     unless the projected views hold short documents (:func:`projected_document_terms` at most
     SHORT_DOCUMENT_TERMS): two such documents share too few terms for their raw rows to find
     neighbours, and the reduced (LSA) rows pool the terms that occur together."""
     if not whole:
-        return "model", "mini-batches: each step's graph is built on the reduced rows"
+        return "model", "mini-batches: each step's graph is built on the reduced rows", "mini-batches"
     terms = projected_document_terms(shape)
     if terms is not None and terms <= SHORT_DOCUMENT_TERMS:
-        return "model", (
+        return (
+            "model",
             f"short documents: the longest projected view's median row has {terms:g} terms (at most "
             f"{SHORT_DOCUMENT_TERMS}), too few shared for the raw rows' neighbours; the graph is built on the "
-            "reduced rows"
+            "reduced rows",
+            "short documents",
         )
-    return "unreduced", "the whole training set is one batch, so the graph of the unreduced rows is built once"
+    terms_read = "" if terms is None else f"; the longest projected view's median row has {terms:g} terms"
+    return (
+        "unreduced",
+        f"the whole training set is one batch, so the graph of the unreduced rows is built once{terms_read}",
+        "whole set",
+    )
 
 
 def auto_output_rows(views_missing: bool) -> str:
@@ -139,19 +137,21 @@ def full_batch_size(n_train: int) -> int:
     return max(1, min(n_train, FULL_BATCH_MAX))
 
 
-def degree_normalization_rule(n_clusters: int) -> tuple[str, str]:
-    """(graph.degree_normalization, why) for ``n_clusters`` clusters: 'samples' above
-    NORMALIZED_DEGREES_ABOVE clusters, else 'none'. With many small clusters each real cluster is
+def degree_normalization_rule(n_clusters: int) -> tuple[str, str, str]:
+    """(graph.degree_normalization, why, rule) for ``n_clusters`` clusters: 'samples' above
+    MANY_CLUSTERS clusters, else 'none'. With many small clusters each real cluster is
     a few rows, and the unnormalized Laplacian's bottom directions can as cheaply cut off a handful
     of low-degree rows; scaling W_ij by 1 / sqrt(d_i d_j) prices a cut by the degree it removes
     (the normalized cut). With few clusters the graph stays as built: there the scaling lost as
     often as it gained (BUILD_NOTES, "Data-aware defaults")."""
-    if n_clusters > NORMALIZED_DEGREES_ABOVE:
-        return "samples", (
-            f"{n_clusters} clusters (more than {NORMALIZED_DEGREES_ABOVE}): W_ij / sqrt(d_i d_j) times the mean "
-            "degree, so a cluster of a few rows is cut by the degree it loses, not split off cheaply at low degree"
+    if n_clusters > MANY_CLUSTERS:
+        return (
+            "samples",
+            f"{n_clusters} clusters (more than {MANY_CLUSTERS}): W_ij / sqrt(d_i d_j) times the mean "
+            "degree, so a cluster of a few rows is cut by the degree it loses, not split off cheaply at low degree",
+            "many clusters",
         )
-    return "none", f"{n_clusters} clusters (at most {NORMALIZED_DEGREES_ABOVE}): each view's graph as built"
+    return "none", f"{n_clusters} clusters (at most {MANY_CLUSTERS}): each view's graph as built", "few clusters"
 
 
 def hidden_widths(n_train: int) -> tuple[int, ...]:
@@ -185,8 +185,10 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
     graph, train = config.graph, config.train
     chosen: dict[str, Any] = {}
 
-    def choose(key: str, value: Any, why: str) -> Any:
+    def choose(key: str, value: Any, why: str, rule: str = "") -> Any:
         chosen[key] = {"value": list(value) if isinstance(value, tuple) else value, "why": why}
+        if rule:
+            chosen[key]["rule"] = rule
         return value
 
     if train.batch_size == 0:
@@ -196,6 +198,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 "train.batch_size",
                 full_batch_size(shape.n_train),
                 f"the whole training set ({shape.n_train} rows) up to {FULL_BATCH_MAX} rows per step",
+                "whole set" if shape.n_train <= FULL_BATCH_MAX else "largest batch",
             ),
         )
     m = min(train.batch_size, shape.n_train)
@@ -214,51 +217,35 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
     if graph.n_neighbors == 0:
         if graph_views is None:
             raise ValueError("graph.n_neighbors=0 (from the data) needs the training views in DataShape")
-        l, scores, batch_graph, agreement = neighbor_count_and_graph(
+        neighbors = neighbor_choice(
             graph_views, shape.n_clusters, m, seed=shape.seed, distinct=graph.distinct_neighbors
         )
-        split_in_doubt = sparse_split_in_doubt(l, scores)
-        shown = ", ".join(f"{c}: {score:.3g}" for c, score in scores.items()) or "none fits the batch"
+        batch_graph = neighbors.graph
+        split_in_doubt = sparse_split_in_doubt(neighbors.l, neighbors.scores)
         graph = dataclasses.replace(
             graph,
             n_neighbors=choose(
                 "graph.n_neighbors",
-                l,
-                f"the densest graph unless a sparser one splits a {m}-row batch clearly cleaner "
-                f"(relative eigengap lambda_k+1 / lambda_k, k = {shape.n_clusters}, >= "
-                f"{CLEAR_EIGENGAP} and {GAP_GAIN:g}x the dense graph's gap, one of the next "
-                f"{PERSISTENCE_WINDOW} larger l keeping {GAP_PERSISTENCE:.0%} of it); where no graph splits it "
-                f"clearly, the top of a run of >= {SUSTAINED_RUN} consecutive sparser l each scoring >= "
-                f"{SUSTAINED_EIGENGAP} with {GAP_GAIN:g}x the dense graph's gap, else l <= {AGREEMENT_NEIGHBORS} "
-                f"if the views share >= {AGREEING_VIEWS:.0%} of their {AGREEMENT_NEIGHBORS}-NN lists; "
-                f"scores by l: {shown}"
-                + (f"; views' shared {AGREEMENT_NEIGHBORS}-NN: {agreement:.2f}" if math.isfinite(agreement) else ""),
+                neighbors.l,
+                f"{neighbors.explain()}; a {m}-row batch, k = {shape.n_clusters}",
+                neighbors.rule,
             ),
         )
     model = config.model
     if model.n_components == AUTO_COMPONENTS:
         if graph_views is None:
             raise ValueError("model.n_components=-1 (from the data) needs the training views in DataShape")
-        components, cuts = (
+        components = (
             batch_component_count(
                 graph_views, shape.n_clusters, m, graph.n_neighbors, seed=shape.seed, distinct=graph.distinct_neighbors
             )
             if batch_graph is None
             else component_count(batch_graph, shape.n_clusters, seed=shape.seed, split_in_doubt=split_in_doubt)
         )
-        shown = ", ".join(f"{c}: {cut:.4g}" for c, cut in cuts.items()) or "none fits the batch"
         model = dataclasses.replace(
             model,
             n_components=choose(
-                "model.n_components",
-                components,
-                f"the {shape.n_clusters} clusters asked for, unless k-means on more eigen-directions of a {m}-row "
-                f"batch's graph cuts it at least {CLEAR_NCUT_GAIN:.0%} less (then the fewest within "
-                f"{NCUT_TOLERANCE:.0%} of the lowest), or its eigenvalues tie at k (lambda_k+1 within "
-                f"{EIGENVALUE_TIE:.0%} of lambda_k: then up to the next clear gap); at least k + 1 beside a "
-                f"graph sparser than the dense one where the dense one splits the batch less clearly (the sparse "
-                f"graph's k-way split may join two classes); normalized "
-                f"cut by components: {shown}",
+                "model.n_components", components.c, components.explain(shape.n_clusters), components.rule
             ),
         )
     if graph.degree_normalization == AUTO:
@@ -286,6 +273,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                         math.ceil(shape.n_train / configured),
                         f"the batch grew from {configured} rows: an epoch keeps the gradient steps of one pass "
                         f"at {configured} rows, so the run takes as many steps as on complete data",
+                        "batch grew",
                     ),
                 )
             shown = ", ".join(f"{size}: {gap:.3g}" for size, gap in gaps.items())
@@ -298,6 +286,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                     f"{train.missing_view_batch_growth}x, {GROWN_BATCH_MAX} rows) until its graph splits into "
                     f"{shape.n_clusters} groups as cleanly as {configured} complete samples "
                     f"(eigengap {reference:.3g}); eigengap by batch size: {shown}",
+                    "views missing",
                 ),
             )
     if train.epochs == 0:
@@ -305,7 +294,10 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
         train = dataclasses.replace(
             train,
             epochs=choose(
-                "train.epochs", epochs, f"a budget of {STEP_BUDGET} gradient steps in epochs of {per_epoch} steps"
+                "train.epochs",
+                epochs,
+                f"a budget of {STEP_BUDGET} gradient steps in epochs of {per_epoch} steps",
+                "step budget",
             ),
         )
         if train.steps_per_epoch == 0:
@@ -314,7 +306,9 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 steps_per_epoch=choose(
                     "train.steps_per_epoch",
                     per_epoch,
-                    f"one pass over the training rows, at least {MIN_STEPS_PER_EPOCH} steps",
+                    f"one pass over the training rows ({math.ceil(shape.n_train / max(m, 1))} steps), at least "
+                    f"{MIN_STEPS_PER_EPOCH} steps",
+                    "one pass" if per_epoch > MIN_STEPS_PER_EPOCH else "fewest steps",
                 ),
             )
     if train.view_net_steps == AUTO_VIEW_NET_STEPS:
@@ -329,6 +323,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 "frozen nets' outputs"
                 if whole
                 else "mini-batches: the view nets train throughout",
+                "whole set" if whole else "mini-batches",
             ),
         )
     if model.view_hidden == AUTO_WIDTHS:
@@ -339,6 +334,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 hidden_widths(shape.n_train),
                 f"by training rows ({shape.n_train}): 512-512-256 below 1500, 256-256-128 while the whole set is one "
                 f"batch (a step grows with n x width^2), 512-512-256 with mini-batches, 1024-1024-512 from 50000",
+                "by training rows",
             ),
         )
     if model.output_rows == AUTO:
@@ -349,6 +345,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 rows,
                 "views are missing: a sample's row norm depends on which views it has, not only on its "
                 "cluster, so the embedding's rows are scaled to unit norm",
+                "views missing",
             )
         model = dataclasses.replace(model, output_rows=rows)  # complete data: raw, as trained (not recorded)
     siamese = config.siamese
@@ -391,19 +388,16 @@ def _resolve_siamese_positives(
     return dataclasses.replace(siamese, positives="joint", enabled=True)
 
 
-def describe_preprocessing(kinds: Sequence[str], requested: str) -> dict[str, Any]:
-    """The record entry for ``data.preprocess``: the kind each view was given."""
+def describe_preprocessing(kinds: Sequence[str], requested: str, reasons: Sequence[str] = ()) -> dict[str, Any]:
+    """The record entry for ``data.preprocess``: the kind each view was given and, per view, the
+    branch of :func:`~specrage_jax.data.preprocess.auto_view_kind` that gave it (``reasons``)."""
     if requested != "auto":
         return {}
-    return {
-        "data.preprocess": {
-            "value": list(kinds),
-            "why": (
-                "per view: where fewer than data.sparse_below of the entries are nonzero, svd_l2 if wider "
-                "than data.svd_components, else idf_l2; standard_l2 for dense views"
-            ),
-        }
-    }
+    why = "; ".join(f"view {v}: {reason}" for v, reason in enumerate(reasons) if reason) or (
+        "per view: where fewer than data.sparse_below of the entries are nonzero, svd_l2 if wider "
+        "than data.svd_components, else idf_l2; standard_l2 for dense views"
+    )
+    return {"data.preprocess": {"value": list(kinds), "why": why, "rule": "per view"}}
 
 
 def format_choices(chosen: dict[str, Any]) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,7 +26,6 @@ from specrage_jax.training.graph_probes import (
     partition_ncut,
     present_neighbor_lists,
     seeded_rows,
-    view_neighbor_agreement,
 )
 from specrage_jax.training.siamese import joint_neighbor_space
 from specrage_jax.validation import present_views
@@ -34,20 +34,55 @@ NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen 
 CLASS_SHARE_OF_NEIGHBORS = 1.0  # l is below this share of the expected cluster size m / k
 CLEAR_EIGENGAP = 1.2  # a sparser graph must split the batch at least this cleanly (lambda_k+1 / lambda_k) ...
 GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
-GAP_PERSISTENCE = 1 / 3  # ... and one of the next larger candidates keeps at least this share of its gap
-PERSISTENCE_WINDOW = 2  # ... (the best of this many next larger candidates: one score may dip)
 SUSTAINED_EIGENGAP = 1.1  # no clear gap: a run of consecutive sparser candidates each scoring at least this ...
 SUSTAINED_RUN = 3  # ... (this many or more, each with GAP_GAIN times the dense graph's gap) takes the run's largest l
-AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
-AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
 CLEAR_NCUT_GAIN = 0.075  # more components only where their k-means partition cuts the graph this much less
 NCUT_TOLERANCE = 0.01  # ... and then the fewest whose cut is within this of the lowest
-COMPONENT_RULE_MAX_CLUSTERS = 20  # above this many clusters n_components is the number of clusters
+MANY_CLUSTERS = 20  # above this many clusters: n_components is k and each batch's graphs are degree-normalized
 EIGENVALUE_TIE = 0.02  # lambda_c+1 within this (relative) of lambda_c: the bottom c directions are ill-determined
 EIGENVALUE_CLEAR = 0.08  # ... and the subspace grows to the first c whose next eigenvalue is this much above
 GROWN_BATCH_MAX = 8192  # views missing: the batch grows at most to this many rows ((V, m, m) graphs)
 JOINT_MIN_PER_CLUSTER = 10  # the joint-positives rule needs this many samples with every view per cluster
+
+
+@dataclass(frozen=True)
+class NeighborChoice:
+    """The neighbour rule's outcome: l, the branch that decided it and the scores it read.
+
+    rule: "clear gap" (a sparser graph splits the batch clearly cleaner), "sustained gap" (a
+    modest gap held over a run of sparser candidates), "dense" (neither: the largest usable
+    candidate) or "fallback" (no candidate fits the batch: l = m // 3)."""
+
+    l: int
+    rule: str
+    scores: dict[int, float]
+    graph: sp.csr_matrix | None = None  # the batch's mean graph at l (None for the fallback)
+
+    def explain(self) -> str:
+        """One sentence: the branch taken and the numbers that decided it."""
+        shown = ", ".join(f"{c}: {score:.3g}" for c, score in self.scores.items()) or "none fits the batch"
+        usable = usable_scores(self.scores)
+        dense = max(usable) if usable else None
+        if self.rule == "fallback":
+            return f"no candidate l fits the batch (eigengap by l: {shown}); l is a third of the batch"
+        if self.rule == "dense":
+            return (
+                f"the densest usable graph (l {dense}): no sparser l scores >= {CLEAR_EIGENGAP} with "
+                f"{GAP_GAIN:g}x its gap, nor >= {SUSTAINED_EIGENGAP} over {SUSTAINED_RUN} consecutive l "
+                f"(eigengap lambda_k+1 / lambda_k by l: {shown})"
+            )
+        if self.rule == "clear gap":
+            return (
+                f"l {self.l} splits the batch clearly cleaner than the densest graph (eigengap "
+                f"{usable[self.l]:.3g} >= {CLEAR_EIGENGAP}, gap >= {GAP_GAIN:g}x l {dense}'s "
+                f"{usable[dense]:.3g}; eigengap by l: {shown})"
+            )
+        return (
+            f"the top of a run of >= {SUSTAINED_RUN} consecutive sparser l each scoring >= "
+            f"{SUSTAINED_EIGENGAP} with {GAP_GAIN:g}x the gap of l {dense} ({usable[dense]:.3g}); "
+            f"eigengap by l: {shown}"
+        )
 
 
 def eigengap_neighbor_count(
@@ -61,52 +96,34 @@ def eigengap_neighbor_count(
     NEIGHBOR_CANDIDATES up to a third of the batch and below the expected cluster size m / k
     (:func:`class_size_neighbor_cap`), and scored by the relative eigengap
     lambda_{k+1} / lambda_k of its normalized Laplacian (von Luxburg, "A tutorial on spectral
-    clustering", sec. 8.3): how cleanly it splits into k groups.
-
-    The dense graph (the largest candidate) is the default: it is connected, and steady to learn
-    from in mini-batches. A sparser graph replaces it only when the data shows a clearly cleaner
-    k-way split with it: a score of at least CLEAR_EIGENGAP, whose gap (score - 1) is at least
-    GAP_GAIN times the dense graph's, and one of its next PERSISTENCE_WINDOW larger candidates
-    keeping at least GAP_PERSISTENCE of that gap (:func:`choose_neighbor_count`); the best such
-    score wins (ties: the larger l). Where no graph splits the batch clearly, a modest gap held
-    over SUSTAINED_RUN consecutive sparser candidates takes the top of that run
-    (:func:`sustained_gap_neighbor_count`). Candidates whose graph falls apart into more than k
-    components are skipped.
-    With no candidate left (tiny batches), l = max(1, m // 3).
+    clustering", sec. 8.3): how cleanly it splits into k groups. :func:`choose_neighbor_count`
+    decides from the scores. With no candidate left (tiny batches), l = max(1, m // 3).
     """
-    l, scores, _, _ = neighbor_count_and_graph(views, n_clusters, batch_rows, seed=seed, distinct=distinct)
-    return l, scores
+    choice = neighbor_choice(views, n_clusters, batch_rows, seed=seed, distinct=distinct)
+    return choice.l, choice.scores
 
 
-def neighbor_count_and_graph(
+def neighbor_choice(
     views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, *, seed: int = 0, distinct: bool = True
-) -> tuple[int, dict[int, float], sp.csr_matrix | None, float]:
-    """:func:`eigengap_neighbor_count`, the batch's mean graph at the chosen l (None when l is
-    the fallback, no candidate): what :func:`component_count` reads, built once, and the views'
-    neighbour agreement (:func:`view_neighbor_agreement`; NaN with one view).
-
-    Where no sparser graph splits the batch clearly cleaner, and no modest gap holds over a run
-    of sparser candidates, the dense graph stays unless the views agree on their neighbours (at
-    least AGREEING_VIEWS of their AGREEMENT_NEIGHBORS-NN lists shared): then each view's near
-    neighbours are already the other views', and the sparse AGREEMENT_NEIGHBORS-NN graph keeps
-    fewer edges across clusters than the dense one."""
+) -> NeighborChoice:
+    """:func:`eigengap_neighbor_count` with the branch taken and the batch's mean graph at the
+    chosen l (what :func:`component_count` reads, built once)."""
     n = views[0].shape[0]
     m = max(2, min(batch_rows, n))
     rows = seeded_rows(n, m, seed=seed, stream=5)
     candidates = [l for l in NEIGHBOR_CANDIDATES if l <= min(m // 3, class_size_neighbor_cap(m, n_clusters))]
     scores: dict[int, float] = {}
     graphs: dict[int, sp.csr_matrix] = {}
-    agreement = math.nan
     if candidates and n_clusters < m - 1:
         neighbors = present_neighbor_lists(views, rows, max(candidates), distinct=distinct)
         for l in candidates:
             graphs[l] = mean_graph(neighbors, m, l)
             scores[l] = eigengap_score(bottom_normalized_spectrum(graphs[l], n_clusters + 1), n_clusters)
-        agreement = view_neighbor_agreement(neighbors, m, AGREEMENT_NEIGHBORS)
-    chosen = choose_neighbor_count(scores, agreement)
-    if chosen is None:
-        return max(1, min(m // 3, m - 1)), scores, None, agreement
-    return chosen, scores, graphs[chosen], agreement
+    decided = choose_neighbor_count(scores)
+    if decided is None:
+        return NeighborChoice(max(1, min(m // 3, m - 1)), "fallback", scores)
+    l, rule = decided
+    return NeighborChoice(l, rule, scores, graphs[l])
 
 
 def class_size_neighbor_cap(batch_rows: int, n_clusters: int) -> int:
@@ -123,55 +140,30 @@ def usable_scores(scores: dict[int, float]) -> dict[int, float]:
     return {l: score for l, score in scores.items() if score > -math.inf}
 
 
-def gap_persists(usable: dict[int, float], l: int) -> bool:
-    """Whether candidate l's gap (score - 1) holds as the graph grows denser: one of the next
-    PERSISTENCE_WINDOW larger candidates of ``usable`` ({l: eigengap score}, l not the largest)
-    keeps at least GAP_PERSISTENCE of it. Cluster structure fades gradually with l, though one
-    candidate's score may dip (faces, one seed: 1.71 at l 5, 1.10 at 8, 1.32 at 10); a sparse
-    graph's fragments are gone at both next candidates (Handwritten, one split: 1.41, 1.09, 1.02)."""
-    ordered = sorted(usable)
-    start = ordered.index(l) + 1
-    after = ordered[start : start + PERSISTENCE_WINDOW]
-    return max(usable[c] for c in after) - 1.0 >= GAP_PERSISTENCE * (usable[l] - 1.0)
+def choose_neighbor_count(scores: dict[int, float]) -> tuple[int, str] | None:
+    """(l, rule) from {candidate l: eigengap score}; None when no candidate is usable.
 
-
-def choose_neighbor_count(scores: dict[int, float], agreement: float = math.nan) -> int | None:
-    """The rule of :func:`eigengap_neighbor_count` on {candidate l: eigengap score}: the largest
-    usable l, unless a smaller one scores at least CLEAR_EIGENGAP with a gap GAP_GAIN times the
-    dense graph's, and one of the next PERSISTENCE_WINDOW larger candidates keeps at least
-    GAP_PERSISTENCE of that gap (:func:`gap_persists`; the best such, ties to the larger l).
-    Without such a candidate, and with the dense graph below CLEAR_EIGENGAP too, a modest gap
+    The dense graph (the largest usable candidate) is the default: it is connected, and steady to
+    learn from in mini-batches. A sparser graph replaces it only when the data shows a clearly
+    cleaner k-way split with it ("clear gap"): a score of at least CLEAR_EIGENGAP whose gap
+    (score - 1) is at least GAP_GAIN times the dense graph's; the best such score wins (ties: the
+    larger l). Where neither that nor the dense graph splits the batch clearly, a modest gap
     sustained over several consecutive sparser candidates takes the largest l of that run
-    (:func:`sustained_gap_neighbor_count`); else views whose neighbour ``agreement``
-    (:func:`view_neighbor_agreement`) is at least AGREEING_VIEWS take the largest usable l up to
-    AGREEMENT_NEIGHBORS. None when no candidate is usable.
-
-    The last condition asks the clean split to hold over a range of sparsity: the gap of cluster
-    structure shrinks gradually as l grows, while a sparse graph's fragments (a class falling
-    apart into pieces, two classes joined by a few edges) may split the batch cleanly at one l
-    and not at the next, into k groups that are not the clusters."""
+    ("sustained gap", :func:`sustained_gap_neighbor_count`)."""
     usable = usable_scores(scores)
     if not usable:
         return None
-    ordered = sorted(usable)
-    dense = ordered[-1]
+    dense = max(usable)
     clear = {
         l: score
         for l, score in usable.items()
-        if l != dense
-        and score >= CLEAR_EIGENGAP
-        and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)
-        and gap_persists(usable, l)
+        if l != dense and score >= CLEAR_EIGENGAP and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)
     }
-    if not clear:
-        flat = usable[dense] < CLEAR_EIGENGAP  # the dense graph does not split the batch clearly either
-        sustained = sustained_gap_neighbor_count(usable) if flat else None
-        if sustained is not None:
-            return sustained
-        sparse = [l for l in ordered if l <= AGREEMENT_NEIGHBORS]
-        return max(sparse) if flat and agreement >= AGREEING_VIEWS and sparse else dense
-    best = max(clear.values())
-    return max(l for l, score in clear.items() if score == best)
+    if clear:
+        best = max(clear.values())
+        return max(l for l, score in clear.items() if score == best), "clear gap"
+    sustained = sustained_gap_neighbor_count(usable) if usable[dense] < CLEAR_EIGENGAP else None
+    return (sustained, "sustained gap") if sustained is not None else (dense, "dense")
 
 
 def sustained_gap_neighbor_count(usable: dict[int, float]) -> int | None:
@@ -199,7 +191,7 @@ def sustained_gap_neighbor_count(usable: dict[int, float]) -> int | None:
 
 def sparse_split_in_doubt(l: int, scores: dict[int, float]) -> bool:
     """Whether the neighbour rule chose ``l`` below its dense graph (the largest usable candidate
-    of ``scores``, {candidate l: eigengap score}), for a clear eigengap or for agreeing views,
+    of ``scores``, {candidate l: eigengap score}), for a clear or a sustained eigengap,
     where the two graphs disagree on the k groups: the dense graph does not split the batch
     clearly (score below CLEAR_EIGENGAP), and the sparse one does not fall into exactly k
     components (then its bottom k directions are the components' indicators, and k-means
@@ -211,16 +203,55 @@ def sparse_split_in_doubt(l: int, scores: dict[int, float]) -> bool:
     return l < dense and usable[dense] < CLEAR_EIGENGAP and usable[l] < math.inf
 
 
+@dataclass(frozen=True)
+class ComponentChoice:
+    """The embedding-dimension rule's outcome: c, the branch that decided it ("clusters": k;
+    "many clusters": k, above MANY_CLUSTERS; "cut": more directions cut the graph clearly less;
+    "tie": lambda_k+1 ties lambda_k; "sparse graph in doubt": k + 1 beside a sparse graph), the
+    normalized cut by candidate c and the bottom Laplacian eigenvalues read."""
+
+    c: int
+    rule: str
+    cuts: dict[int, float]
+    eigenvalues: tuple[float, ...] = ()
+
+    def explain(self, n_clusters: int) -> str:
+        """One sentence: the branch taken and the numbers that decided it."""
+        k = n_clusters
+        shown = ", ".join(f"{c}: {cut:.4g}" for c, cut in self.cuts.items())
+        cuts = f"; normalized cut by c: {shown}" if shown else ""
+        if self.rule == "many clusters":
+            return f"the {k} clusters asked for (more than {MANY_CLUSTERS}: one direction more moves the cut little)"
+        if self.rule == "cut":
+            lowest = min(self.cuts.values())
+            return (
+                f"{self.c} directions: their k-means partition cuts the batch graph "
+                f"{1 - lowest / self.cuts[k]:.1%} less than {k} (>= {CLEAR_NCUT_GAIN:.1%}){cuts}"
+            )
+        values = self.eigenvalues
+        if self.rule == "tie" and len(values) > k:
+            return (
+                f"{self.c} directions: lambda_k+1 is within {EIGENVALUE_TIE:.0%} of lambda_k "
+                f"({values[k - 1]:.4g}, {values[k]:.4g}), so c grows to the next clear gap{cuts}"
+            )
+        if self.rule == "sparse graph in doubt":
+            return (
+                f"{self.c} directions: the chosen l is sparser than the dense graph, which does not split the "
+                f"batch clearly, so the sparse graph's k-way split may join two classes; one direction more{cuts}"
+            )
+        return f"the {k} clusters asked for: no more directions cut the batch graph {CLEAR_NCUT_GAIN:.1%} less{cuts}"
+
+
 def batch_component_count(
     views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, l: int, *, seed: int = 0, distinct: bool = True
-) -> tuple[int, dict[int, float]]:
+) -> ComponentChoice:
     """:func:`component_count` on the mean l-NN graph (the training rule) of the seeded batch of
     ``batch_rows`` training rows that the choice of l reads (views (n, d_v), NaN rows missing)."""
     n = views[0].shape[0]
     rows = seeded_rows(n, max(2, min(batch_rows, n)), seed=seed, stream=5)
     neighbors = present_neighbor_lists(views, rows, max(1, min(l, len(rows) - 1)), distinct=distinct)
     if not neighbors:
-        return n_clusters, {}
+        return ComponentChoice(n_clusters, "clusters", {})
     return component_count(mean_graph(neighbors, len(rows), max(1, min(l, len(rows) - 1))), n_clusters, seed=seed)
 
 
@@ -246,10 +277,9 @@ def tie_resolved_count(eigenvalues: np.ndarray, n_clusters: int) -> int:
     return next((c for c in range(k + 1, len(values)) if relative_gap(c) >= EIGENVALUE_CLEAR), k)
 
 
-def component_count(
-    w: sp.spmatrix, n_clusters: int, *, seed: int = 0, split_in_doubt: bool = False
-) -> tuple[int, dict[int, float]]:
-    """(c, {candidate c: normalized cut}): the embedding dimension for k = ``n_clusters`` clusters.
+def component_count(w: sp.spmatrix, n_clusters: int, *, seed: int = 0, split_in_doubt: bool = False) -> ComponentChoice:
+    """The embedding dimension c for k = ``n_clusters`` clusters, the branch that decided it and
+    {candidate c: normalized cut}.
 
     The network learns the bottom eigenvectors of the batch graph's Laplacian, and users run
     k-means with k clusters on them. Two things can make the bottom k miss a direction that
@@ -274,15 +304,15 @@ def component_count(
       the cuts differ by 2 % (0.289 against 0.295); one more direction lets k-means join the
       sub-groups of a class rather than two classes.
 
-    Above COMPONENT_RULE_MAX_CLUSTERS clusters c is k: one direction more moves the cut of a
+    Above MANY_CLUSTERS clusters c is k: one direction more moves the cut of a
     partition into that many parts far less than the bar (100 clusters: 0.3 %), and the
     k-means runs would cost seconds for nothing.
     """
     k = n_clusters
     m = w.shape[0]
     largest = min(k + min(k, EXTRA_COMPONENTS_MAX), m - 2)
-    if largest <= k or k > COMPONENT_RULE_MAX_CLUSTERS:
-        return k, {}
+    if largest <= k or k > MANY_CLUSTERS:
+        return ComponentChoice(k, "many clusters" if k > MANY_CLUSTERS else "clusters", {})
     values, vectors = bottom_laplacian_eigenpairs(w, min(largest + 1, m - 1))
     scores: dict[int, float] = {}
     with threadpool_limits(limits=1, user_api="openmp"):
@@ -291,10 +321,15 @@ def component_count(
             labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(z)
             scores[c] = partition_ncut(w, labels, k)
     chosen = choose_component_count(scores, k)
-    components = min(tie_resolved_count(values, k), largest) if chosen == k else chosen
-    if split_in_doubt:
-        components = max(components, min(tie_resolved_count(values, k + 1), largest))
-    return components, scores
+    if chosen != k:
+        rule, components = "cut", chosen
+    else:
+        components = min(tie_resolved_count(values, k), largest)
+        rule = "tie" if components > k else "clusters"
+    doubt = min(tie_resolved_count(values, k + 1), largest) if split_in_doubt else k
+    if doubt > components:
+        components, rule = doubt, "sparse graph in doubt"
+    return ComponentChoice(components, rule, scores, tuple(float(v) for v in values[: largest + 1]))
 
 
 def choose_component_count(scores: dict[int, float], n_clusters: int) -> int:

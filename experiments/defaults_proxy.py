@@ -1,0 +1,166 @@
+"""Partitions of the training batch under every candidate graph setting, for choosing the rules.
+
+For each dataset, the default estimator's preprocessing and validation split are run, then on
+the seeded batch the defaults read (the same rows ``resolve_defaults`` sees) every candidate
+setting's graph is built: graph inputs (the model's rows, and the unreduced rows where a view is
+projected) x l in ``NEIGHBOR_CANDIDATES`` x degree normalization (none, samples). Each graph's
+bottom c eigenvectors of the unnormalized Laplacian (what the network's loss is minimized by),
+c = k .. k + min(k, 5), unit rows, k-means (k clusters, n_init 10, seed 0) give one partition
+of the batch. Each view's own graph at every l gives the view's partition (c = k).
+
+Saved per dataset (``OUT/NAME.npz``): the partitions (``setting`` keys ``inputs|l|norm|c`` and
+``view|v|l``), the batch's labels and the settings the current defaults resolve; a selection
+criterion is then scored against the exact-embedding accuracy of the partition it picks without
+refitting anything.
+
+    PYTHONPATH=. python experiments/defaults_proxy.py --data-dir DATA --out /tmp/proxy
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.cluster import KMeans
+from threadpoolctl import threadpool_limits
+
+from specrage_jax.api import fit_pipeline as pipeline
+from specrage_jax.config import ExperimentConfig
+from specrage_jax.data import MultiViewData, split_indices
+from specrage_jax.training.defaults import FULL_BATCH_MAX
+from specrage_jax.training.graph_probes import (
+    bottom_laplacian_eigenpairs,
+    mean_graph,
+    present_neighbor_lists,
+    seeded_rows,
+)
+from specrage_jax.training.graph_rules import NEIGHBOR_CANDIDATES
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from devsuite import PAPER_DATASETS, load_paper_dataset
+from devsuite_variants import VARIANTS, build_variant
+
+from specrage_jax.data.loaders import load_mat
+
+
+def degree_normalized(w: sp.csr_matrix) -> sp.csr_matrix:
+    """W_ij / sqrt(d_i d_j) times the mean degree (``graph.degree_normalization=samples``)."""
+    d = np.asarray(w.sum(axis=1)).ravel()
+    inv = np.where(d > 0, 1.0 / np.sqrt(np.maximum(d, 1e-300)), 0.0)
+    return (sp.diags(inv) @ w @ sp.diags(inv) * float(d.mean())).tocsr()
+
+
+def partitions_of(w: sp.csr_matrix, k: int, counts: range) -> dict[int, np.ndarray]:
+    """{c: k-means labels of the unit rows of the bottom c Laplacian eigenvectors of w}."""
+    largest = min(max(counts), w.shape[0] - 2)
+    _, vectors = bottom_laplacian_eigenpairs(w, largest)
+    out = {}
+    for c in counts:
+        if c > largest:
+            break
+        z = vectors[:, :c] / np.maximum(np.linalg.norm(vectors[:, :c], axis=1, keepdims=True), 1e-12)
+        out[c] = KMeans(n_clusters=k, n_init=10, random_state=0).fit_predict(z).astype(np.int16)
+    return out
+
+
+def fit_rows(data: MultiViewData, paper: bool, seed: int) -> np.ndarray:
+    """The rows the estimator is fitted on: all rows, or the paper protocol's train + validation."""
+    if not paper:
+        return np.arange(data.n_samples)
+    idx = split_indices(data.labels, seed=seed)
+    return np.sort(np.concatenate([idx.train, idx.val]))
+
+
+def dataset_partitions(data: MultiViewData, paper: bool, seed: int) -> dict[str, Any]:
+    """Every candidate setting's partition of the batch the defaults read, and the current choice."""
+    rows_fit = fit_rows(data, paper, seed)
+    views = [np.asarray(v)[rows_fit] if not sp.issparse(v) else v[rows_fit] for v in data.views]
+    labels = data.labels[rows_fit]
+    k = data.n_classes
+    config = ExperimentConfig.auto()
+    train_idx, val_idx = pipeline.validation_split(len(rows_fit), seed, config.data.val_fraction)
+    train = pipeline.select_rows(views, train_idx)
+    val = pipeline.select_rows(views, val_idx)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a view left out is recorded in the resolved settings
+        scaled = pipeline.preprocess(train, val, config, n_clusters=k, seed=seed)
+    unreduced = None if scaled.unreduced is None else scaled.unreduced[0]
+    resolved, chosen = pipeline.resolve_settings(
+        config, scaled.train, k, seed=seed, scalers=scaled.scalers, unreduced_train=unreduced, sample=False
+    )
+    n_train = len(train_idx)
+    m = min(n_train, FULL_BATCH_MAX)
+    batch = seeded_rows(n_train, m, seed=seed, stream=5)
+    inputs = {"model": scaled.train}
+    if unreduced is not None:
+        inputs["unreduced"] = unreduced
+    candidates = [l for l in NEIGHBOR_CANDIDATES if l <= m // 3]
+    counts = range(k, k + min(k, 5) + 1)
+    out: dict[str, Any] = {"labels": labels[train_idx][batch]}
+    with threadpool_limits(limits=1, user_api="openmp"):
+        for name, graph_views in inputs.items():
+            neighbors = present_neighbor_lists(graph_views, batch, max(candidates), distinct=True)
+            for l in candidates:
+                w = mean_graph(neighbors, m, l)
+                for norm, graph in (("none", w), ("samples", degree_normalized(w))):
+                    for c, part in partitions_of(graph, k, counts).items():
+                        out[f"{name}|{l}|{norm}|{c}"] = part
+                if name == "model":
+                    for v, single in enumerate(neighbors):
+                        parts = partitions_of(mean_graph([single], m, l), k, range(k, k + 1))
+                        out[f"view|{v}|{l}"] = parts[k]
+    out["current"] = np.array(
+        json.dumps(
+            {
+                "inputs": resolved.data.graph_inputs,
+                "l": resolved.graph.n_neighbors,
+                "norm": resolved.graph.degree_normalization,
+                "c": resolved.model.n_components,
+                "kinds": [s.kind for s in scaled.scalers],
+            }
+        )
+    )
+    return out
+
+
+def load_named(name: str, data_dir: str, seed: int) -> tuple[MultiViewData, bool]:
+    """(data, paper protocol?) for a suite set, a paper dataset or a variant."""
+    if name.lower() in PAPER_DATASETS:
+        return load_paper_dataset(name.lower(), data_dir, seed), True
+    if name in VARIANTS:
+        baselines = json.loads(Path("experiments/results/devsuite_variants_baselines.json").read_text())
+        return build_variant(name, data_dir, seed=int(baselines.get(name, {}).get("seed", 0))), False
+    return load_mat(Path(data_dir) / "devsuite" / f"{name}.mat"), False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--datasets", nargs="*")
+    args = parser.parse_args()
+    suite = ["20newsgroups", "BBC4view", "CiteSeer", "WebKB", "WikipediaArticles", "EYaleB10", "course3"]
+    names = args.datasets or [*suite, "handwritten", "bdgp", *VARIANTS]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        target = out / f"{name}_s{args.seed}.npz"
+        if target.exists():
+            continue
+        start = time.perf_counter()
+        data, paper = load_named(name, args.data_dir, args.seed)
+        parts = dataset_partitions(data, paper, args.seed)
+        np.savez_compressed(target, **parts)
+        print(f"{name}: {len(parts) - 2} partitions, {time.perf_counter() - start:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

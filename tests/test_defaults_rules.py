@@ -1,0 +1,40 @@
+"""experiments/defaults_proxy.py and defaults_rules.py on one small real set (../shared/datasets,
+or $SPECRAGE_TEST_DATA; skipped when absent): the partitions saved are the candidates the rules
+choose among, and the score of a choice is the saved partition's accuracy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.experiment_scripts import load_experiment
+
+
+@pytest.fixture(scope="module")
+def data_dir() -> str:
+    folder = Path(os.environ.get("SPECRAGE_TEST_DATA", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+    if not (folder / "devsuite").is_dir():
+        pytest.skip(f"real datasets not found at {folder} (set SPECRAGE_TEST_DATA to the folder)")
+    return str(folder)
+
+
+@pytest.mark.slow
+def test_saved_partitions_score_the_choice_the_library_makes(data_dir, tmp_path):
+    proxy = load_experiment("defaults_proxy")
+    rules = load_experiment("defaults_rules")
+    data, paper = proxy.load_named("WebKB", data_dir, 0)
+    parts = proxy.dataset_partitions(data, paper, 0)
+    labels = parts["labels"]
+    assert not paper and len(labels) == len(np.unique(proxy.fit_rows(data, paper, 0))) - round(0.1 * 203)
+    settings = [key for key in parts if key.count("|") == 3]
+    assert {int(key.split("|")[1]) for key in settings} == {5, 8, 10, 12, 15, 20, 30}
+    assert all(len(parts[key]) == len(labels) and parts[key].max() < 4 for key in settings)
+    np.savez_compressed(tmp_path / "WebKB_s0.npz", **parts)
+    scored = rules.score_file(tmp_path / "WebKB_s0.npz", data_dir)
+    now, record = rules.resolved_now("WebKB", data_dir, 0)
+    assert scored["now"]["l"] == now["l"] and scored["now"]["rule"] == record["graph.n_neighbors"]["rule"]
+    assert scored["acc_at_k_by_l"][now["l"]] == scored["now"]["acc_at_k"]
+    assert scored["best_acc_at_k"] == max(scored["acc_at_k_by_l"].values()) >= scored["dense_acc_at_k"]
