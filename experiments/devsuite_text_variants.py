@@ -191,16 +191,11 @@ def f_statistic(view: np.ndarray, labels: np.ndarray) -> np.ndarray:
 def sized_rows(labels: np.ndarray, sizes: Sequence[int], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(rows, new labels): the classes ranked by size (largest first, ties by label), the i-th
     given sizes[i] seeded rows and new label i."""
+    from devsuite_variants import class_rows  # imported here: devsuite_variants registers this module's builders
+
     classes, counts = np.unique(labels, return_counts=True)
     ranked = classes[np.lexsort((classes, -counts))][: len(sizes)]
-    rows, new_labels = [], []
-    for new, (label, size) in enumerate(zip(ranked, sizes)):
-        members = np.flatnonzero(labels == label)
-        if members.size < size:
-            raise ValueError(f"class {label} has {members.size} rows, fewer than {size}")
-        rows.append(np.sort(rng.choice(members, size=size, replace=False)))
-        new_labels.append(np.full(size, new))
-    return np.concatenate(rows), np.concatenate(new_labels)
+    return class_rows(labels, ranked, sizes, rng)
 
 
 def build_imbalanced_wikipedia(data_dir: str, seed: int = 0) -> MultiViewData:

@@ -397,6 +397,13 @@ def imbalanced_rows(
     """(rows, new labels): len(sizes) seeded classes, class c given sizes[c] seeded rows; new labels
     0, 1, ... in that order (0 the largest class)."""
     classes = rng.choice(np.unique(labels), size=len(sizes), replace=False)
+    return class_rows(labels, classes, sizes, rng)
+
+
+def class_rows(
+    labels: np.ndarray, classes: np.ndarray, sizes: tuple[int, ...], rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, new labels): sizes[i] seeded rows of class classes[i], given new label i."""
     rows, new_labels = [], []
     for new, (label, size) in enumerate(zip(classes, sizes)):
         members = np.flatnonzero(labels == label)
@@ -468,12 +475,8 @@ def _registry() -> dict[str, Callable[..., MultiViewData]]:
         variants[name] = functools.partial(
             build_latent_classes, n_classes=n_classes, per_class=per_class, spread=spread
         )
-    for base in HUB_SETS:
-        variants[f"{base}+hubs"] = functools.partial(build_hubs, base=base)
-    for base in HUB_SETS:
-        variants[f"{base}+copies"] = functools.partial(build_copies, base=base)
-    for base in HUB_SETS:
-        variants[f"{base}+short"] = functools.partial(build_short, base=base)
+    for suffix, builder in (("hubs", build_hubs), ("copies", build_copies), ("short", build_short)):
+        variants.update({f"{base}+{suffix}": functools.partial(builder, base=base) for base in HUB_SETS})
     for base in NOISE_VIEW_SETS:
         variants[f"{base}+noise"] = functools.partial(build_noise_view, base=base)
     variants["handwritten-imbalanced-narrow"] = build_imbalanced_handwritten

@@ -50,3 +50,13 @@ def _release_compiled_programs():
 
     jax.clear_caches()
     gc.collect()
+
+
+@pytest.fixture(scope="session")
+def devsuite_data_dir() -> str:
+    """The folder of real datasets with the development suite (``$SPECRAGE_TEST_DATA``, else
+    ../shared/datasets); the tests that need it skip when it is absent."""
+    folder = Path(os.environ.get("SPECRAGE_TEST_DATA", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+    if not (folder / "devsuite").is_dir():
+        pytest.skip(f"real datasets not found at {folder} (set SPECRAGE_TEST_DATA to the folder)")
+    return str(folder)

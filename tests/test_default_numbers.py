@@ -28,6 +28,10 @@ def table_rows() -> list[list[str]]:
 
 
 def first_number(text: str) -> float:
+    """The first number of a table cell: a fraction ("1/3"), or a decimal with thousands commas."""
+    fraction = re.match(r"(\d+)/(\d+)", text)
+    if fraction:
+        return int(fraction.group(1)) / int(fraction.group(2))
     return float(re.search(r"-?\d[\d,]*\.?\d*", text).group().replace(",", ""))
 
 
@@ -63,3 +67,18 @@ def test_the_tuned_count_the_docs_quote_is_the_table_s():
     tuned = sum(1 for row in rows if row[4].startswith("tuned"))
     quoted = re.search(r"Tuned: (\d+) numbers", DOC.read_text())
     assert quoted is not None and int(quoted.group(1)) == tuned
+
+
+RULE_MODULES = ("training/graph_rules.py", "training/defaults.py", "training/unrelated_views.py", "data/preprocess.py")
+
+
+def test_every_numeric_constant_of_the_rules_is_in_the_table():
+    """A number added to a rule module without a row (and a source) fails here."""
+    listed = {row[0].strip("`") for row in table_rows()}
+    package = Path(__file__).resolve().parents[1] / "specrage_jax"
+    for module in RULE_MODULES:
+        source = (package / module).read_text()
+        for name in re.findall(r"^([A-Z][A-Z_]+) = ", source, flags=re.MULTILINE):
+            value = getattr(importlib.import_module("specrage_jax." + module[:-3].replace("/", ".")), name)
+            if isinstance(value, (int, float, tuple)) and not isinstance(value, bool):
+                assert name in listed, f"{module}: {name} has no row in docs/02's table"

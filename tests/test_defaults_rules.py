@@ -4,9 +4,6 @@ choose among, and the score of a choice is the saved partition's accuracy."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -14,11 +11,8 @@ from tests.experiment_scripts import load_experiment
 
 
 @pytest.fixture(scope="module")
-def data_dir() -> str:
-    folder = Path(os.environ.get("SPECRAGE_TEST_DATA", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
-    if not (folder / "devsuite").is_dir():
-        pytest.skip(f"real datasets not found at {folder} (set SPECRAGE_TEST_DATA to the folder)")
-    return str(folder)
+def data_dir(devsuite_data_dir: str) -> str:
+    return devsuite_data_dir
 
 
 @pytest.mark.slow

@@ -3,7 +3,6 @@ files (../shared/datasets, or $SPECRAGE_TEST_DATA; skipped when absent)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -17,11 +16,8 @@ import devsuite_variants as dv
 
 
 @pytest.fixture(scope="module")
-def data_dir() -> str:
-    folder = Path(os.environ.get("SPECRAGE_TEST_DATA", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
-    if not (folder / "devsuite").is_dir():
-        pytest.skip(f"real datasets not found at {folder} (set SPECRAGE_TEST_DATA to the folder)")
-    return str(folder)
+def data_dir(devsuite_data_dir: str) -> str:
+    return devsuite_data_dir
 
 
 def test_registered_beside_the_other_variants():

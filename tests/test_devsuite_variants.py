@@ -3,7 +3,6 @@ experiments/naive_baselines.py on a small separable set."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -18,12 +17,8 @@ from specrage_jax.data.loaders import load_mat
 
 
 @pytest.fixture(scope="module")
-def data_dir() -> str:
-    """The folder of real datasets; the tests that need it skip when it is absent."""
-    folder = Path(os.environ.get("SPECRAGE_TEST_DATA", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
-    if not (folder / "devsuite").is_dir():
-        pytest.skip(f"real datasets not found at {folder} (set SPECRAGE_TEST_DATA to the folder)")
-    return str(folder)
+def data_dir(devsuite_data_dir: str) -> str:
+    return devsuite_data_dir
 
 
 def row_index(rows: np.ndarray, table: np.ndarray) -> np.ndarray:

@@ -301,12 +301,13 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             ),
         )
         if train.steps_per_epoch == 0:
+            passes = math.ceil(shape.n_train / max(m, 1))
             train = dataclasses.replace(
                 train,
                 steps_per_epoch=choose(
                     "train.steps_per_epoch",
                     per_epoch,
-                    f"one pass over the training rows ({math.ceil(shape.n_train / max(m, 1))} steps), at least "
+                    f"one pass over the training rows is {passes} step{'s' if passes != 1 else ''}, at least "
                     f"{MIN_STEPS_PER_EPOCH} steps",
                     "one pass" if per_epoch > MIN_STEPS_PER_EPOCH else "fewest steps",
                 ),
@@ -332,7 +333,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             view_hidden=choose(
                 "model.view_hidden",
                 hidden_widths(shape.n_train),
-                f"by training rows ({shape.n_train}): 512-512-256 below 1500, 256-256-128 while the whole set is one "
+                f"{shape.n_train} training rows; 512-512-256 below 1500, 256-256-128 while the whole set is one "
                 f"batch (a step grows with n x width^2), 512-512-256 with mini-batches, 1024-1024-512 from 50000",
                 "by training rows",
             ),
@@ -401,5 +402,9 @@ def describe_preprocessing(kinds: Sequence[str], requested: str, reasons: Sequen
 
 
 def format_choices(chosen: dict[str, Any]) -> list[str]:
-    """One line per resolved setting, for logs and the CLI."""
-    return [f"{key} = {entry['value']}  ({entry['why']})" for key, entry in chosen.items()]
+    """One line per resolved setting, for logs and the CLI: the value, then the branch that fired
+    (where the rule has branches) and why."""
+    return [
+        f"{key} = {entry['value']}  ({entry['rule'] + ': ' if entry.get('rule') else ''}{entry['why']})"
+        for key, entry in chosen.items()
+    ]

@@ -1,7 +1,7 @@
 """Measurements of the training rows' graphs that the data-aware defaults read: seeded batches,
 the views' nearest-neighbour lists, the mean kNN Gaussian graph of a batch (the training rule),
-the bottom of its normalized and unnormalized Laplacian spectra, the relative eigengap and the
-normalized cut of a partition. The rules that decide from them are in
+the bottom of its normalized and unnormalized Laplacian spectra, the relative eigengap, the views'
+neighbour agreement and the normalized cut of a partition. The rules that decide from them are in
 :mod:`specrage_jax.training.graph_rules`.
 """
 
@@ -49,6 +49,31 @@ def eigengap_score(spectrum: np.ndarray, n_clusters: int) -> float:
     if spectrum[k] <= ZERO_EIGENVALUE:
         return -math.inf
     return math.inf if spectrum[k - 1] <= ZERO_EIGENVALUE else float(spectrum[k] / spectrum[k - 1])
+
+
+def view_neighbor_agreement(neighbors: NeighborLists, m: int, l: int) -> float:
+    """The share of their l nearest neighbours that two views' lists have in common (mean over
+    view pairs, and over the batch's rows that have both views): 1 when the views see the same
+    neighbourhoods, about l / m for unrelated views. NaN with fewer than two views.
+
+    neighbors: per view (present positions in the m-row batch, squared distances, indices into
+    the present rows), as :func:`present_neighbor_lists` gives them."""
+    lists = []
+    for present, _, idx in neighbors:
+        if idx.shape[1] < l:
+            return math.nan
+        rows = np.full((m, l), -1, np.int64)
+        rows[present] = present[idx[:, :l]]  # neighbours as batch positions
+        lists.append((present, rows))
+    shares = []
+    for a in range(len(lists)):
+        for b in range(a + 1, len(lists)):
+            both = np.intersect1d(lists[a][0], lists[b][0])
+            if both.size:
+                left, right = lists[a][1][both], lists[b][1][both]  # (rows, l) each, no repeats in a row
+                common = np.sum(left[:, :, None] == right[:, None, :], axis=(1, 2))
+                shares.append(float(np.mean(common)) / l)
+    return float(np.mean(shares)) if shares else math.nan
 
 
 def seeded_rows(n: int, m: int, *, seed: int, stream: int) -> np.ndarray:

@@ -26,6 +26,7 @@ from specrage_jax.training.graph_probes import (
     partition_ncut,
     present_neighbor_lists,
     seeded_rows,
+    view_neighbor_agreement,
 )
 from specrage_jax.training.siamese import joint_neighbor_space
 from specrage_jax.validation import present_views
@@ -34,8 +35,12 @@ NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen 
 CLASS_SHARE_OF_NEIGHBORS = 1.0  # l is below this share of the expected cluster size m / k
 CLEAR_EIGENGAP = 1.2  # a sparser graph must split the batch at least this cleanly (lambda_k+1 / lambda_k) ...
 GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
+GAP_PERSISTENCE = 1 / 3  # ... and one of the next larger candidates keeps at least this share of its gap
+PERSISTENCE_WINDOW = 2  # ... (the best of this many next larger candidates: one score may dip)
 SUSTAINED_EIGENGAP = 1.1  # no clear gap: a run of consecutive sparser candidates each scoring at least this ...
 SUSTAINED_RUN = 3  # ... (this many or more, each with GAP_GAIN times the dense graph's gap) takes the run's largest l
+AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
+AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
 CLEAR_NCUT_GAIN = 0.075  # more components only where their k-means partition cuts the graph this much less
 NCUT_TOLERANCE = 0.01  # ... and then the fewest whose cut is within this of the lowest
@@ -51,32 +56,45 @@ class NeighborChoice:
     """The neighbour rule's outcome: l, the branch that decided it and the scores it read.
 
     rule: "clear gap" (a sparser graph splits the batch clearly cleaner), "sustained gap" (a
-    modest gap held over a run of sparser candidates), "dense" (neither: the largest usable
-    candidate) or "fallback" (no candidate fits the batch: l = m // 3)."""
+    modest gap held over a run of sparser candidates), "agreeing views" (no gap, views that share
+    their near neighbours), "dense" (none of these: the largest usable candidate) or "fallback"
+    (no candidate fits the batch: l = m // 3)."""
 
     l: int
     rule: str
     scores: dict[int, float]
     graph: sp.csr_matrix | None = None  # the batch's mean graph at l (None for the fallback)
+    agreement: float = math.nan  # the views' shared AGREEMENT_NEIGHBORS-NN (NaN with one view)
 
     def explain(self) -> str:
         """One sentence: the branch taken and the numbers that decided it."""
         shown = ", ".join(f"{c}: {score:.3g}" for c, score in self.scores.items()) or "none fits the batch"
         usable = usable_scores(self.scores)
-        dense = max(usable) if usable else None
-        if self.rule == "fallback":
+        if self.rule == "fallback" or not usable:
             return f"no candidate l fits the batch (eigengap by l: {shown}); l is a third of the batch"
+        dense = max(usable)
+        shared = (
+            f"; views' shared {AGREEMENT_NEIGHBORS}-NN: {self.agreement:.2f}" if math.isfinite(self.agreement) else ""
+        )
         if self.rule == "dense":
             return (
                 f"the densest usable graph (l {dense}): no sparser l scores >= {CLEAR_EIGENGAP} with "
-                f"{GAP_GAIN:g}x its gap, nor >= {SUSTAINED_EIGENGAP} over {SUSTAINED_RUN} consecutive l "
-                f"(eigengap lambda_k+1 / lambda_k by l: {shown})"
+                f"{GAP_GAIN:g}x its gap (holding {GAP_PERSISTENCE:.0%} of it over the next {PERSISTENCE_WINDOW} l), "
+                f"nor >= {SUSTAINED_EIGENGAP} over {SUSTAINED_RUN} consecutive l, and the views share fewer than "
+                f"{AGREEING_VIEWS:.0%} of their neighbours (eigengap lambda_k+1 / lambda_k by l: {shown}{shared})"
             )
         if self.rule == "clear gap":
             return (
                 f"l {self.l} splits the batch clearly cleaner than the densest graph (eigengap "
                 f"{usable[self.l]:.3g} >= {CLEAR_EIGENGAP}, gap >= {GAP_GAIN:g}x l {dense}'s "
-                f"{usable[dense]:.3g}; eigengap by l: {shown})"
+                f"{usable[dense]:.3g}, {GAP_PERSISTENCE:.0%} of it held over the next {PERSISTENCE_WINDOW} l; "
+                f"eigengap by l: {shown})"
+            )
+        if self.rule == "agreeing views":
+            return (
+                f"no graph splits the batch clearly (eigengap by l: {shown}), and the views share "
+                f"{self.agreement:.0%} of their {AGREEMENT_NEIGHBORS}-NN lists (>= {AGREEING_VIEWS:.0%}): "
+                f"the sparse l {self.l} graph keeps fewer edges across clusters"
             )
         return (
             f"the top of a run of >= {SUSTAINED_RUN} consecutive sparser l each scoring >= "
@@ -114,16 +132,18 @@ def neighbor_choice(
     candidates = [l for l in NEIGHBOR_CANDIDATES if l <= min(m // 3, class_size_neighbor_cap(m, n_clusters))]
     scores: dict[int, float] = {}
     graphs: dict[int, sp.csr_matrix] = {}
+    agreement = math.nan
     if candidates and n_clusters < m - 1:
         neighbors = present_neighbor_lists(views, rows, max(candidates), distinct=distinct)
         for l in candidates:
             graphs[l] = mean_graph(neighbors, m, l)
             scores[l] = eigengap_score(bottom_normalized_spectrum(graphs[l], n_clusters + 1), n_clusters)
-    decided = choose_neighbor_count(scores)
+        agreement = view_neighbor_agreement(neighbors, m, AGREEMENT_NEIGHBORS)
+    decided = choose_neighbor_count(scores, agreement)
     if decided is None:
-        return NeighborChoice(max(1, min(m // 3, m - 1)), "fallback", scores)
+        return NeighborChoice(max(1, min(m // 3, m - 1)), "fallback", scores, agreement=agreement)
     l, rule = decided
-    return NeighborChoice(l, rule, scores, graphs[l])
+    return NeighborChoice(l, rule, scores, graphs[l], agreement)
 
 
 def class_size_neighbor_cap(batch_rows: int, n_clusters: int) -> int:
@@ -140,30 +160,63 @@ def usable_scores(scores: dict[int, float]) -> dict[int, float]:
     return {l: score for l, score in scores.items() if score > -math.inf}
 
 
-def choose_neighbor_count(scores: dict[int, float]) -> tuple[int, str] | None:
-    """(l, rule) from {candidate l: eigengap score}; None when no candidate is usable.
+def gap_persists(usable: dict[int, float], l: int) -> bool:
+    """Whether candidate l's gap (score - 1) holds as the graph grows denser: one of the next
+    PERSISTENCE_WINDOW larger candidates of ``usable`` ({l: eigengap score}, l not the largest)
+    keeps at least GAP_PERSISTENCE of it. Cluster structure fades gradually with l, though one
+    candidate's score may dip (faces, one seed: 1.71 at l 5, 1.10 at 8, 1.32 at 10); a sparse
+    graph's fragments are gone at both next candidates (Handwritten, one split: 1.41, 1.09, 1.02)."""
+    ordered = sorted(usable)
+    start = ordered.index(l) + 1
+    after = ordered[start : start + PERSISTENCE_WINDOW]
+    return max(usable[c] for c in after) - 1.0 >= GAP_PERSISTENCE * (usable[l] - 1.0)
+
+
+def choose_neighbor_count(scores: dict[int, float], agreement: float = math.nan) -> tuple[int, str] | None:
+    """(l, rule) from {candidate l: eigengap score} and the views' neighbour ``agreement``
+    (:func:`view_neighbor_agreement`); None when no candidate is usable.
 
     The dense graph (the largest usable candidate) is the default: it is connected, and steady to
     learn from in mini-batches. A sparser graph replaces it only when the data shows a clearly
     cleaner k-way split with it ("clear gap"): a score of at least CLEAR_EIGENGAP whose gap
-    (score - 1) is at least GAP_GAIN times the dense graph's; the best such score wins (ties: the
-    larger l). Where neither that nor the dense graph splits the batch clearly, a modest gap
-    sustained over several consecutive sparser candidates takes the largest l of that run
-    ("sustained gap", :func:`sustained_gap_neighbor_count`)."""
+    (score - 1) is at least GAP_GAIN times the dense graph's, and one of the next
+    PERSISTENCE_WINDOW larger candidates keeps at least GAP_PERSISTENCE of that gap
+    (:func:`gap_persists`); the best such score wins (ties: the larger l). Where neither that nor
+    the dense graph splits the batch clearly, a modest gap sustained over several consecutive
+    sparser candidates takes the largest l of that run ("sustained gap",
+    :func:`sustained_gap_neighbor_count`); else views that share at least AGREEING_VIEWS of their
+    AGREEMENT_NEIGHBORS-NN lists take the largest usable l up to AGREEMENT_NEIGHBORS ("agreeing
+    views"): each view's near neighbours are already the other views', and the sparse graph keeps
+    fewer edges across clusters than the dense one.
+
+    The persistence check asks the clean split to hold over a range of sparsity: the gap of
+    cluster structure shrinks gradually as l grows, while a sparse graph's fragments (a class
+    falling apart into pieces, two classes joined by a few edges) may split the batch cleanly at
+    one l and not at the next, into k groups that are not the clusters."""
     usable = usable_scores(scores)
     if not usable:
         return None
-    dense = max(usable)
+    ordered = sorted(usable)
+    dense = ordered[-1]
     clear = {
         l: score
         for l, score in usable.items()
-        if l != dense and score >= CLEAR_EIGENGAP and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)
+        if l != dense
+        and score >= CLEAR_EIGENGAP
+        and score - 1.0 >= GAP_GAIN * (usable[dense] - 1.0)
+        and gap_persists(usable, l)
     }
     if clear:
         best = max(clear.values())
         return max(l for l, score in clear.items() if score == best), "clear gap"
-    sustained = sustained_gap_neighbor_count(usable) if usable[dense] < CLEAR_EIGENGAP else None
-    return (sustained, "sustained gap") if sustained is not None else (dense, "dense")
+    flat = usable[dense] < CLEAR_EIGENGAP  # the dense graph does not split the batch clearly either
+    sustained = sustained_gap_neighbor_count(usable) if flat else None
+    if sustained is not None:
+        return sustained, "sustained gap"
+    sparse = [l for l in ordered if l <= AGREEMENT_NEIGHBORS]
+    if flat and agreement >= AGREEING_VIEWS and sparse:
+        return max(sparse), "agreeing views"
+    return dense, "dense"
 
 
 def sustained_gap_neighbor_count(usable: dict[int, float]) -> int | None:
@@ -191,7 +244,7 @@ def sustained_gap_neighbor_count(usable: dict[int, float]) -> int | None:
 
 def sparse_split_in_doubt(l: int, scores: dict[int, float]) -> bool:
     """Whether the neighbour rule chose ``l`` below its dense graph (the largest usable candidate
-    of ``scores``, {candidate l: eigengap score}), for a clear or a sustained eigengap,
+    of ``scores``, {candidate l: eigengap score}), for a clear eigengap or for agreeing views,
     where the two graphs disagree on the k groups: the dense graph does not split the batch
     clearly (score below CLEAR_EIGENGAP), and the sparse one does not fall into exactly k
     components (then its bottom k directions are the components' indicators, and k-means
@@ -223,10 +276,10 @@ class ComponentChoice:
         if self.rule == "many clusters":
             return f"the {k} clusters asked for (more than {MANY_CLUSTERS}: one direction more moves the cut little)"
         if self.rule == "cut":
-            lowest = min(self.cuts.values())
             return (
                 f"{self.c} directions: their k-means partition cuts the batch graph "
-                f"{1 - lowest / self.cuts[k]:.1%} less than {k} (>= {CLEAR_NCUT_GAIN:.1%}){cuts}"
+                f"{1 - self.cuts[self.c] / self.cuts[k]:.1%} less than {k}'s (the lowest cut at least "
+                f"{CLEAR_NCUT_GAIN:.1%} less, c the fewest within {NCUT_TOLERANCE:.0%} of it){cuts}"
             )
         values = self.eigenvalues
         if self.rule == "tie" and len(values) > k:

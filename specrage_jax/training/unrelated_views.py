@@ -10,7 +10,7 @@ near-random graph moves the eigen-directions the loss is minimized by. Measured 
 A view is unrelated when all three hold, on a seeded batch of the training rows:
 
 * **no shared neighbourhoods**: for every other view, the number of entries its
-  OVERLAP_NEIGHBORS-NN lists share with that view's lists lies less than
+  AGREEMENT_NEIGHBORS-NN lists share with that view's lists lies less than
   min(INDEPENDENCE_Z, z_others / RELATION_RATIO) standard deviations above what they share when the
   other view's samples are relabelled at random (:func:`neighbor_overlap_z`), where z_others is
   the largest such z between two other views;
@@ -45,9 +45,8 @@ from specrage_jax.training.graph_probes import (
     mean_graph,
     present_neighbor_lists,
 )
-from specrage_jax.training.graph_rules import NEIGHBOR_CANDIDATES, SUSTAINED_EIGENGAP
+from specrage_jax.training.graph_rules import AGREEMENT_NEIGHBORS, NEIGHBOR_CANDIDATES, SUSTAINED_EIGENGAP
 
-OVERLAP_NEIGHBORS = 10  # the neighbour lists compared between views (the naive baselines' 10-NN graph)
 INDEPENDENCE_Z = 3.0  # shared neighbour-list entries within this many standard deviations of chance
 RELATION_RATIO = 3.0  # a view under a third of the other views' relation counts as sharing nothing
 DETECTABLE_Z = RELATION_RATIO * INDEPENDENCE_Z  # from this z between two other views on, the bar is INDEPENDENCE_Z
@@ -92,7 +91,7 @@ class ViewRelation:
     def reason(self) -> str:
         """Why the view counts as unrelated, in words, with the numbers read."""
         return (
-            f"its {OVERLAP_NEIGHBORS}-NN lists share fewer entries with any other view's than a view "
+            f"its {AGREEMENT_NEIGHBORS}-NN lists share fewer entries with any other view's than a view "
             f"a third as related as two other views would (overlap z {self.overlap_z:.1f} at most, below "
             f"{self.independence_bar:.1f}, where those two share theirs at z {self.others_z:.1f}) "
             f"and its own kNN graph splits the rows less cleanly than the other views' "
@@ -143,10 +142,10 @@ def view_relations(views: Sequence[np.ndarray], n_clusters: int, *, seed: int = 
     for the candidate graphs."""
     m = views[0].shape[0]
     l = max((c for c in NEIGHBOR_CANDIDATES if c <= m // 3), default=0)
-    if len(views) < 3 or l < OVERLAP_NEIGHBORS or n_clusters >= m - 1:
+    if len(views) < 3 or l < AGREEMENT_NEIGHBORS or n_clusters >= m - 1:
         return ()
     neighbors = present_neighbor_lists(views, np.arange(m), l)  # complete rows: indices are batch rows
-    lists = [idx[:, :OVERLAP_NEIGHBORS] for _, _, idx in neighbors]
+    lists = [idx[:, :AGREEMENT_NEIGHBORS] for _, _, idx in neighbors]
     n_views = len(views)
     z = np.full((n_views, n_views), -math.inf)
     for a in range(n_views):
