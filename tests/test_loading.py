@@ -11,6 +11,7 @@ import pytest
 
 from specrage_jax import SpecRaGE
 from specrage_jax.cli import main
+from specrage_jax.data import split_indices
 from specrage_jax.training.checkpoint import load_model
 from specrage_jax.training.checkpoint_files import CheckpointWarning
 
@@ -98,6 +99,21 @@ def test_a_loaded_run_predicts_with_its_centres_and_keeps_its_record(cli_run):
     assert est.history_.steps == metrics["training"]["steps"] and est.resolved_defaults_ == metrics["resolved_defaults"]
     with pytest.raises(ValueError, match="47 features"):
         est.transform([np.zeros((2, 47)), np.zeros((2, 4))])
+
+
+def test_a_loaded_run_predicts_with_the_centres_of_its_training_embedding(cli_run):
+    """The saved centres are k-means centres of the training rows' embedding (each the mean of the
+    training rows nearest it), not of the test rows'; the run records the test ACC they give."""
+    folder, _ = cli_run
+    est = SpecRaGE.load(folder / "run")
+    views, labels = clustered_views(150, seed=0)
+    train = split_indices(labels, seed=0).train
+    embedding = est.transform([v[train] for v in views])
+    nearest = est.predict([v[train] for v in views])
+    for c, centre in enumerate(est.cluster_centers_):
+        np.testing.assert_allclose(embedding[nearest == c].mean(axis=0), centre, atol=1e-4)
+    metrics = json.loads((folder / "run" / "metrics.json").read_text())
+    assert 0.0 <= metrics["test"]["kmeans_training_centres"]["acc"] <= 1.0
 
 
 def test_a_loaded_run_saves_and_loads_again(cli_run, tmp_path):

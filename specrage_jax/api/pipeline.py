@@ -111,7 +111,7 @@ class InferencePipeline:
     nets: PretrainedNets
     input_dims: tuple[int, ...]
     view_names: tuple[str, ...]
-    centres: np.ndarray | None = None  # (n_clusters, k): the run's k-means on its test embedding
+    centres: np.ndarray | None = None  # (n_clusters, k): the run's k-means on its training embedding
 
     @property
     def encoders(self) -> tuple[TrainedNet, ...] | None:

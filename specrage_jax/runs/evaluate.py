@@ -12,6 +12,7 @@ from specrage_jax.api import fit_pipeline as pipeline
 from specrage_jax.api.fit_pipeline import EVAL_SUBSAMPLE_STREAM, evaluation_rows, select_rows
 from specrage_jax.config import ExperimentConfig
 from specrage_jax.data.preprocess import with_left_out_views
+from specrage_jax.evaluation.clusters import nearest_centre
 from specrage_jax.evaluation.health import HealthReport
 from specrage_jax.evaluation.metrics import accuracy_by_views, cluster_scores, svm_metrics
 from specrage_jax.nets.embed import embed
@@ -29,7 +30,8 @@ def split_clusters(splits: PreparedSplits) -> int:
 class Evaluation:
     """What :func:`evaluate_state` measured: the test metrics (JSON-ready), the test embedding
     (n_test, k) as ``embed`` returns it, the view weights (n_test, V), the k-means centres found
-    on the test embedding (n_clusters, k) and the embedding's health (:mod:`specrage_jax.evaluation.health`)."""
+    on the training embedding (n_clusters, k: what ``predict`` of the saved model assigns to) and
+    the embedding's health (:mod:`specrage_jax.evaluation.health`)."""
 
     metrics: dict[str, Any]
     y_test: np.ndarray
@@ -60,10 +62,13 @@ def evaluate_state(
     n_clusters = split_clusters(splits)
     # scikit-learn's threads, as a run's k-means has always run (its centres' last bits depend on them)
     clusters = pipeline.cluster(y_test, n_clusters, config, seed=seed, one_thread=False)
-    predicted, centres = clusters.labels, clusters.centres
+    predicted = clusters.labels
+    # the saved model's predict assigns to centres of the training embedding, as the estimator's does
+    centres = pipeline.cluster(y_train, n_clusters, config, seed=seed, one_thread=False).centres
     health = pipeline.health(test.raw, predicted, n_clusters, config)
     metrics = {
         "kmeans": cluster_scores(kmeans_labels, predicted),
+        "kmeans_training_centres": cluster_scores(kmeans_labels, nearest_centre(y_test, centres)),
         "svm": svm_metrics(y_train, train_labels, y_test, splits.test_labels, seed=seed),
         "orthogonality_error": health.orthogonality_error,
         "mean_view_weights": [float(w) for w in alpha_test.mean(axis=0)],
