@@ -264,6 +264,7 @@ def page_results(request, tmp_path_factory) -> dict[str, dict]:
     return results
 
 
+@pytest.mark.slow  # the pages train real models end to end (the README's digits run): ~60-90 s in all
 @pytest.mark.parametrize("page", PAGES)
 def test_page_code_runs(page, page_results):
     failure = page_results[page]["failure"]
