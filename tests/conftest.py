@@ -1,4 +1,4 @@
-"""Test-run settings: JAX's persistent compilation cache, and releasing compiled programs.
+"""Test-run settings: JAX's persistent compilation cache, XLA's quick CPU compilation, and releasing compiled programs.
 
 Compiling the jitted steps is most of the suite's cost on a CPU, and most tests compile the same
 small programs run after run. Every compiled program (however quick to compile, however small)
@@ -22,6 +22,11 @@ import pytest
 
 CACHE_DIR = Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax"
 
+# Tests check what programs compute, not how fast they run: XLA's CPU backend compiles them
+# without its expensive LLVM passes (a fresh clone's suite, the cache empty: 268 s -> 187 s on
+# the Zen 5 box). An XLA_FLAGS already set in the environment wins.
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+os.environ.setdefault("XLA_FLAGS", FAST_COMPILE)
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(CACHE_DIR))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
