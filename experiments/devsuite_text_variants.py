@@ -191,11 +191,9 @@ def f_statistic(view: np.ndarray, labels: np.ndarray) -> np.ndarray:
 def sized_rows(labels: np.ndarray, sizes: Sequence[int], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(rows, new labels): the classes ranked by size (largest first, ties by label), the i-th
     given sizes[i] seeded rows and new label i."""
-    from devsuite_variants import class_rows  # imported here: devsuite_variants registers this module's builders
-
     classes, counts = np.unique(labels, return_counts=True)
     ranked = classes[np.lexsort((classes, -counts))][: len(sizes)]
-    return class_rows(labels, ranked, sizes, rng)
+    return _variants().class_rows(labels, ranked, tuple(sizes), rng)
 
 
 def build_imbalanced_wikipedia(data_dir: str, seed: int = 0) -> MultiViewData:
