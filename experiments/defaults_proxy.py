@@ -23,6 +23,7 @@ import json
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from specrage_jax.training.graph_probes import (
     present_neighbor_lists,
     seeded_rows,
 )
-from specrage_jax.training.graph_rules import NEIGHBOR_CANDIDATES
+from specrage_jax.training.graph_rules import EXTRA_COMPONENTS_MAX, NEIGHBOR_CANDIDATES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from devsuite import PAPER_DATASETS, load_paper_dataset
@@ -78,11 +79,33 @@ def fit_rows(data: MultiViewData, paper: bool, seed: int) -> np.ndarray:
     return np.sort(np.concatenate([idx.train, idx.val]))
 
 
-def dataset_partitions(data: MultiViewData, paper: bool, seed: int) -> dict[str, Any]:
-    """Every candidate setting's partition of the batch the defaults read, and the current choice."""
+@dataclass(frozen=True)
+class ResolvedFit:
+    """What the default estimator's fit reads before training: the scaled training views (and
+    their unreduced rows where a view is projected), the training rows' labels and the settings
+    resolved from them with their record."""
+
+    scaled: pipeline.Scaled
+    unreduced: tuple[np.ndarray, ...] | None
+    labels: np.ndarray  # (n_train,)
+    config: ExperimentConfig
+    record: dict[str, Any]
+
+    def setting(self) -> dict[str, Any]:
+        """The resolved graph setting, keyed as the saved partitions are (inputs, l, norm, c)."""
+        return {
+            "inputs": self.config.data.graph_inputs if self.unreduced is not None else "model",
+            "l": self.config.graph.n_neighbors,
+            "norm": self.config.graph.degree_normalization,
+            "c": self.config.model.n_components,
+        }
+
+
+def resolved_fit(data: MultiViewData, paper: bool, seed: int) -> ResolvedFit:
+    """The default estimator's validation split, preprocessing and resolved settings on the rows it
+    is fitted on (:func:`fit_rows`)."""
     rows_fit = fit_rows(data, paper, seed)
     views = [np.asarray(v)[rows_fit] if not sp.issparse(v) else v[rows_fit] for v in data.views]
-    labels = data.labels[rows_fit]
     k = data.n_classes
     config = ExperimentConfig.auto()
     train_idx, val_idx = pipeline.validation_split(len(rows_fit), seed, config.data.val_fraction)
@@ -92,18 +115,25 @@ def dataset_partitions(data: MultiViewData, paper: bool, seed: int) -> dict[str,
         warnings.simplefilter("ignore")  # a view left out is recorded in the resolved settings
         scaled = pipeline.preprocess(train, val, config, n_clusters=k, seed=seed)
     unreduced = None if scaled.unreduced is None else scaled.unreduced[0]
-    resolved, chosen = pipeline.resolve_settings(
+    resolved, record = pipeline.resolve_settings(
         config, scaled.train, k, seed=seed, scalers=scaled.scalers, unreduced_train=unreduced, sample=False
     )
-    n_train = len(train_idx)
+    return ResolvedFit(scaled, unreduced, data.labels[rows_fit][train_idx], resolved, record)
+
+
+def dataset_partitions(data: MultiViewData, paper: bool, seed: int) -> dict[str, Any]:
+    """Every candidate setting's partition of the batch the defaults read, and the current choice."""
+    fit = resolved_fit(data, paper, seed)
+    scaled, unreduced, k = fit.scaled, fit.unreduced, data.n_classes
+    n_train = len(fit.labels)
     m = min(n_train, FULL_BATCH_MAX)
     batch = seeded_rows(n_train, m, seed=seed, stream=5)
     inputs = {"model": scaled.train}
     if unreduced is not None:
         inputs["unreduced"] = unreduced
     candidates = [l for l in NEIGHBOR_CANDIDATES if l <= m // 3]
-    counts = range(k, k + min(k, 5) + 1)
-    out: dict[str, Any] = {"labels": labels[train_idx][batch]}
+    counts = range(k, k + min(k, EXTRA_COMPONENTS_MAX) + 1)
+    out: dict[str, Any] = {"labels": fit.labels[batch]}
     with threadpool_limits(limits=1, user_api="openmp"):
         for name, graph_views in inputs.items():
             neighbors = present_neighbor_lists(graph_views, batch, max(candidates), distinct=True)
@@ -116,17 +146,7 @@ def dataset_partitions(data: MultiViewData, paper: bool, seed: int) -> dict[str,
                     for v, single in enumerate(neighbors):
                         parts = partitions_of(mean_graph([single], m, l), k, range(k, k + 1))
                         out[f"view|{v}|{l}"] = parts[k]
-    out["current"] = np.array(
-        json.dumps(
-            {
-                "inputs": resolved.data.graph_inputs,
-                "l": resolved.graph.n_neighbors,
-                "norm": resolved.graph.degree_normalization,
-                "c": resolved.model.n_components,
-                "kinds": [s.kind for s in scaled.scalers],
-            }
-        )
-    )
+    out["current"] = np.array(json.dumps({**fit.setting(), "kinds": [s.kind for s in scaled.scalers]}))
     return out
 
 

@@ -18,44 +18,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from specrage_jax.api import fit_pipeline as pipeline
-from specrage_jax.config import ExperimentConfig
 from specrage_jax.evaluation.metrics import clustering_accuracy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from defaults_proxy import fit_rows, load_named
+from defaults_proxy import load_named, resolved_fit
 from devsuite import cpu_model
 
 
 def resolved_now(name: str, data_dir: str, seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """(setting, record) the library resolves now for ``name`` at ``seed``, on the rows the estimator fits."""
     data, paper = load_named(name, data_dir, seed)
-    rows = fit_rows(data, paper, seed)
-    views = [v[rows] if sp.issparse(v) else np.asarray(v)[rows] for v in data.views]
-    config = ExperimentConfig.auto()
-    train_idx, val_idx = pipeline.validation_split(len(rows), seed, config.data.val_fraction)
-    train, val = pipeline.select_rows(views, train_idx), pipeline.select_rows(views, val_idx)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        scaled = pipeline.preprocess(train, val, config, n_clusters=data.n_classes, seed=seed)
-    unreduced = None if scaled.unreduced is None else scaled.unreduced[0]
-    resolved, record = pipeline.resolve_settings(
-        config, scaled.train, data.n_classes, seed=seed, scalers=scaled.scalers, unreduced_train=unreduced, sample=False
-    )
-    setting = {
-        "inputs": resolved.data.graph_inputs if unreduced is not None else "model",
-        "l": resolved.graph.n_neighbors,
-        "norm": resolved.graph.degree_normalization,
-        "c": resolved.model.n_components,
-    }
-    return setting, record
+    fit = resolved_fit(data, paper, seed)
+    return fit.setting(), fit.record
 
 
 def partition_acc(parts: Any, labels: np.ndarray, setting: dict[str, Any], c: int) -> float | None:
@@ -72,9 +51,6 @@ def score_file(path: Path, data_dir: str) -> dict[str, Any]:
     k = len(np.unique(labels))
     previous = json.loads(str(parts["current"]))
     now, record = resolved_now(name, data_dir, int(seed))
-    for setting in (previous, now):
-        if not any(f.startswith(f"{setting['inputs']}|") for f in parts.files):
-            setting["inputs"] = "model"  # graph_inputs=unreduced where no view is projected: the model's rows
     inputs, norm = now["inputs"], now["norm"]
     by_l = {
         int(f.split("|")[1]): clustering_accuracy(labels, parts[f])

@@ -27,6 +27,7 @@ from specrage_jax.config import (
 )
 from specrage_jax.data.loaders import load_mat
 from specrage_jax.data.preprocess import (
+    auto_view_choice,
     auto_view_kind,
     fit_view_scalers,
     graph_input_views,
@@ -58,6 +59,7 @@ from specrage_jax.training.graph_probes import (
 )
 from specrage_jax.training.graph_rules import (
     ComponentChoice,
+    NeighborChoice,
     batch_for_missing_views,
     choose_component_count,
     choose_neighbor_count,
@@ -111,6 +113,15 @@ def test_auto_picks_svd_for_sparse_views_and_standard_l2_for_dense_ones():
     assert auto_view_kind(counts, sparse_below=0.01) == "standard_l2"  # the threshold is a setting
     assert auto_view_kind(counts[:, :80]) == "idf_l2"  # sparse but no wider than the SVD's rank
     assert auto_view_kind(counts[:, :80], svd_components=50) == "svd_l2"  # ... which is a setting
+
+
+def test_auto_says_which_branch_chose_each_view_with_its_numbers():
+    counts = sparse_counts(120, 300, seed=0)
+    nonzero = f"{np.count_nonzero(counts) / counts.size:.1%} nonzero (< 10%)"
+    assert auto_view_choice(counts) == ("svd_l2", f"300 features, {nonzero}, wider than 100: svd_l2")
+    assert auto_view_choice(counts[:, :80])[1].endswith("at most 100 wide: idf_l2")
+    assert auto_view_choice(np.zeros((120, 30)))[1] == "30 features, constant over 120 rows: standard"
+    assert auto_view_choice(np.ones((120, 3)))[1] == "3 features (fewer than 4): standard"
 
 
 def test_auto_maps_dense_compositions_to_their_square_roots_on_the_unit_sphere():
@@ -301,11 +312,21 @@ def test_view_neighbor_agreement_counts_the_shared_neighbours_of_the_rows_with_b
 def test_the_neighbor_choice_names_its_branch_and_the_scores_that_decided_it():
     x, _ = clustered(300, 3, 5, seed=3)
     choice = neighbor_choice([x], 3, 300)
-    assert choice.rule in {"clear gap", "sustained gap", "agreeing views", "dense"} and choice.graph is not None
-    assert choice.graph.shape == (300, 300) and str(choice.l) in choice.explain()
-    assert f"{choice.scores[choice.l]:.3g}" in choice.explain()
+    assert (choice.l, choice.rule) == choose_neighbor_count(choice.scores, choice.agreement)
+    assert choice.graph is not None and choice.graph.shape == (300, 300)
     tiny = neighbor_choice([x[:6]], 3, 6)
     assert tiny.rule == "fallback" and tiny.graph is None and "no candidate" in tiny.explain()
+    # each branch says what decided it, and only what is true of the numbers read
+    flat = {5: 1.12, 8: 1.05, 10: 1.03, 12: 1.01, 15: 1.01, 20: 1.01, 30: 1.02}
+    assert "share 55% of their 10-NN" in NeighborChoice(10, "agreeing views", flat, agreement=0.55).explain()
+    assert "fewer than 25%" in NeighborChoice(30, "dense", flat, agreement=0.10).explain()
+    assert "one view" in NeighborChoice(30, "dense", flat).explain()
+    clear_dense = NeighborChoice(30, "dense", {**flat, 30: 1.3}, agreement=0.55).explain()
+    assert "splits the batch clearly itself (1.3 >= 1.2)" in clear_dense and "fewer than" not in clear_dense
+    above_ten = NeighborChoice(15, "dense", {12: 1.02, 15: 1.01}, agreement=0.55).explain()
+    assert "no candidate l is at most 10" in above_ten
+    gap = NeighborChoice(5, "clear gap", {5: 1.57, 8: 1.28, 10: 1.1, 30: 1.09}).explain()
+    assert "eigengap 1.57 >= 1.2" in gap and "l 30's 1.09" in gap
 
 
 def test_eigengap_count_on_clusters_and_on_tiny_batches():
@@ -364,6 +385,7 @@ def test_the_component_choice_explains_the_cut_it_read():
     assert "7 directions" in cut.explain(5) and "15.0% less than 5's" in cut.explain(5)
     assert "5: 1, 6: 0.9, 7: 0.85" in cut.explain(5)
     assert "more than 20" in ComponentChoice(40, "many clusters", {}).explain(40)
+    assert "too small" in ComponentChoice(3, "clusters", {}).explain(3)
 
 
 def test_a_tie_at_k_grows_the_dimension_to_the_next_clear_gap():

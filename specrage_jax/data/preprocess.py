@@ -64,29 +64,28 @@ def auto_view_kind(view: np.ndarray, *, sparse_below: float = 0.1, svd_component
     fewer than MIN_FEATURES_FOR_UNIT_ROWS features (at one
     feature unit rows would all be +-1; at two or three they fold points off the data onto it),
     and for a constant view (no geometry to keep)."""
-    x = np.asarray(view)
-    if x.shape[1] < MIN_FEATURES_FOR_UNIT_ROWS or x.shape[0] < 2 or np.ptp(x, axis=0).max() == 0:
-        return "standard"
-    if fraction_nonzero(x) >= sparse_below:
-        return COMPOSITION_KIND if is_composition(x) else DENSE_KIND
-    return SPARSE_KIND if x.shape[1] > svd_components else NARROW_SPARSE_KIND
+    return auto_view_choice(view, sparse_below=sparse_below, svd_components=svd_components)[0]
 
 
-def auto_view_reason(view: np.ndarray, kind: str, *, sparse_below: float = 0.1, svd_components: int = 100) -> str:
-    """Why :func:`auto_view_kind` gave ``view`` (n, d) the preprocessing ``kind``: the branch and
-    the view's numbers that decided it (width, share of nonzero entries)."""
+def auto_view_choice(view: np.ndarray, *, sparse_below: float = 0.1, svd_components: int = 100) -> tuple[str, str]:
+    """(kind, why): :func:`auto_view_kind`'s choice for ``view`` (n, d) and the branch with the
+    view's numbers that decided it (width, share of nonzero entries)."""
     x = np.asarray(view)
-    width, nonzero = x.shape[1], fraction_nonzero(x)
-    if kind == "standard":
-        return f"{width} features (< {MIN_FEATURES_FOR_UNIT_ROWS}) or constant: standard"
-    density = f"{nonzero:.1%} nonzero ({'<' if nonzero < sparse_below else '>='} {sparse_below:.0%})"
-    if kind == SPARSE_KIND:
-        return f"{width} features, {density}, wider than {svd_components}: {kind}"
-    if kind == NARROW_SPARSE_KIND:
-        return f"{width} features, {density}, at most {svd_components} wide: {kind}"
-    if kind == COMPOSITION_KIND:
-        return f"{width} features, {density}, rows of one total (compositions): {kind}"
-    return f"{width} features, {density}: {kind}"
+    width = x.shape[1]
+    if width < MIN_FEATURES_FOR_UNIT_ROWS:
+        return "standard", f"{width} features (fewer than {MIN_FEATURES_FOR_UNIT_ROWS}): standard"
+    if x.shape[0] < 2 or np.ptp(x, axis=0).max() == 0:
+        return "standard", f"{width} features, constant over {x.shape[0]} rows: standard"
+    nonzero = fraction_nonzero(x)
+    if nonzero >= sparse_below:
+        density = f"{width} features, {nonzero:.1%} nonzero (>= {sparse_below:.0%})"
+        if is_composition(x):
+            return COMPOSITION_KIND, f"{density}, rows of one total (compositions): {COMPOSITION_KIND}"
+        return DENSE_KIND, f"{density}: {DENSE_KIND}"
+    density = f"{width} features, {nonzero:.1%} nonzero (< {sparse_below:.0%})"
+    if width > svd_components:
+        return SPARSE_KIND, f"{density}, wider than {svd_components}: {SPARSE_KIND}"
+    return NARROW_SPARSE_KIND, f"{density}, at most {svd_components} wide: {NARROW_SPARSE_KIND}"
 
 
 def signed_sqrt(x: np.ndarray) -> np.ndarray:
@@ -132,7 +131,7 @@ class ViewScaler:
     components: np.ndarray | None = None
     kind: str = ""
     left_out: bool = False  # the view takes no part in the fit (a scaler pickled before it: False)
-    reason: str = field(default="", compare=False)  # data.preprocess=auto: why this kind (not saved)
+    reason: str = field(default="", compare=False)  # data.preprocess=auto: why this kind (not in saved models)
 
     @property
     def in_dim(self) -> int:
@@ -214,8 +213,7 @@ def fit_view_scaler(view: np.ndarray, kind: str, *, svd_components: int = 100, s
     view is missing for that sample) are left out of the fit, and stay all NaN when applied."""
     view = present_rows(view)
     if kind == "auto":
-        kind = auto_view_kind(view, sparse_below=sparse_below, svd_components=svd_components)
-        reason = auto_view_reason(view, kind, sparse_below=sparse_below, svd_components=svd_components)
+        kind, reason = auto_view_choice(view, sparse_below=sparse_below, svd_components=svd_components)
         return replace(fit_view_scaler(view, kind, svd_components=svd_components), reason=reason)
     if kind in ROW_NORMALIZING_KINDS:
         return replace(fit_view_scaler(view, ROW_NORMALIZING_KINDS[kind]), unit_rows=True, kind=kind)

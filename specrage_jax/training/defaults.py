@@ -335,7 +335,10 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                 hidden_widths(shape.n_train),
                 f"{shape.n_train} training rows; 512-512-256 below 1500, 256-256-128 while the whole set is one "
                 f"batch (a step grows with n x width^2), 512-512-256 with mini-batches, 1024-1024-512 from 50000",
-                "by training rows",
+                next(
+                    (f"fewer than {below} rows" for below, _ in WIDTHS_BY_ROWS if shape.n_train < below),
+                    f"{WIDTHS_BY_ROWS[-1][0]} rows or more",
+                ),
             ),
         )
     if model.output_rows == AUTO:

@@ -66,6 +66,21 @@ class NeighborChoice:
     graph: sp.csr_matrix | None = None  # the batch's mean graph at l (None for the fallback)
     agreement: float = math.nan  # the views' shared AGREEMENT_NEIGHBORS-NN (NaN with one view)
 
+    def _why_dense(self, dense_score: float) -> str:
+        """Why no sparser graph was taken, by the branch of :func:`choose_neighbor_count` reached."""
+        no_clear = (
+            f"no sparser l scores >= {CLEAR_EIGENGAP} with {GAP_GAIN:g}x its gap, held "
+            f"{GAP_PERSISTENCE:.0%} over the next {PERSISTENCE_WINDOW} l"
+        )
+        if dense_score >= CLEAR_EIGENGAP:
+            return f"it splits the batch clearly itself ({dense_score:.3g} >= {CLEAR_EIGENGAP}) and {no_clear}"
+        no_run = f"{no_clear}, nor >= {SUSTAINED_EIGENGAP} over {SUSTAINED_RUN} consecutive l"
+        if not math.isfinite(self.agreement):
+            return f"{no_run}, and one view has no other to agree with"
+        if self.agreement < AGREEING_VIEWS:
+            return f"{no_run}, and the views share fewer than {AGREEING_VIEWS:.0%} of their neighbours"
+        return f"{no_run}; the views agree, but no candidate l is at most {AGREEMENT_NEIGHBORS}"
+
     def explain(self) -> str:
         """One sentence: the branch taken and the numbers that decided it."""
         shown = ", ".join(f"{c}: {score:.3g}" for c, score in self.scores.items()) or "none fits the batch"
@@ -78,10 +93,8 @@ class NeighborChoice:
         )
         if self.rule == "dense":
             return (
-                f"the densest usable graph (l {dense}): no sparser l scores >= {CLEAR_EIGENGAP} with "
-                f"{GAP_GAIN:g}x its gap (holding {GAP_PERSISTENCE:.0%} of it over the next {PERSISTENCE_WINDOW} l), "
-                f"nor >= {SUSTAINED_EIGENGAP} over {SUSTAINED_RUN} consecutive l, and the views share fewer than "
-                f"{AGREEING_VIEWS:.0%} of their neighbours (eigengap lambda_k+1 / lambda_k by l: {shown}{shared})"
+                f"the densest usable graph (l {dense}): {self._why_dense(usable[dense])} "
+                f"(eigengap lambda_k+1 / lambda_k by l: {shown}{shared})"
             )
         if self.rule == "clear gap":
             return (
@@ -114,7 +127,8 @@ def eigengap_neighbor_count(
     NEIGHBOR_CANDIDATES up to a third of the batch and below the expected cluster size m / k
     (:func:`class_size_neighbor_cap`), and scored by the relative eigengap
     lambda_{k+1} / lambda_k of its normalized Laplacian (von Luxburg, "A tutorial on spectral
-    clustering", sec. 8.3): how cleanly it splits into k groups. :func:`choose_neighbor_count`
+    clustering", sec. 8.3): how cleanly it splits into k groups; a candidate whose graph falls
+    apart into more than k components scores -inf and is passed over. :func:`choose_neighbor_count`
     decides from the scores. With no candidate left (tiny batches), l = max(1, m // 3).
     """
     choice = neighbor_choice(views, n_clusters, batch_rows, seed=seed, distinct=distinct)
@@ -290,8 +304,11 @@ class ComponentChoice:
         if self.rule == "sparse graph in doubt":
             return (
                 f"{self.c} directions: the chosen l is sparser than the dense graph, which does not split the "
-                f"batch clearly, so the sparse graph's k-way split may join two classes; one direction more{cuts}"
+                f"batch clearly, so the sparse graph's k-way split may join two classes; at least one direction "
+                f"more, grown past a tie{cuts}"
             )
+        if not self.cuts:
+            return f"the {k} clusters asked for (the batch is too small to compare more directions)"
         return f"the {k} clusters asked for: no more directions cut the batch graph {CLEAR_NCUT_GAIN:.1%} less{cuts}"
 
 
