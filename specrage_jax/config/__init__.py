@@ -17,6 +17,7 @@ from specrage_jax.config.fields import (
     AUTO,
     AUTO_COMPONENTS,
     AUTO_MIN_LR,
+    AUTO_STEPS_PER_EPOCH,
     AUTO_VIEW_NET_STEPS,
     AUTO_WIDTHS,
     DEGREE_NORMALIZATIONS,
@@ -45,6 +46,7 @@ __all__ = [
     "AUTO",
     "AUTO_COMPONENTS",
     "AUTO_MIN_LR",
+    "AUTO_STEPS_PER_EPOCH",
     "AUTO_VIEW_NET_STEPS",
     "AUTO_WIDTHS",
     "DEGREE_NORMALIZATIONS",
@@ -117,6 +119,7 @@ class ExperimentConfig:
                 base.train,
                 epochs=0,
                 batch_size=0,
+                steps_per_epoch=AUTO_STEPS_PER_EPOCH,
                 min_lr=AUTO_MIN_LR,
                 spectral_init=True,
                 view_net_steps=AUTO_VIEW_NET_STEPS,
@@ -133,6 +136,7 @@ class ExperimentConfig:
             "graph.degree_normalization": self.graph.degree_normalization == AUTO,
             "train.epochs": self.train.epochs == 0,
             "train.batch_size": self.train.batch_size == 0,
+            "train.steps_per_epoch": self.train.steps_per_epoch == AUTO_STEPS_PER_EPOCH,
             "train.view_net_steps": self.train.view_net_steps == AUTO_VIEW_NET_STEPS,
             "data.graph_inputs": self.data.graph_inputs == AUTO,
             "model.output_rows": self.model.output_rows == AUTO,
@@ -149,6 +153,7 @@ _RESOLVED_EXAMPLES = {
     "graph.degree_normalization": ("GraphConfig", "degree_normalization='none'"),
     "train.epochs": ("TrainConfig", "epochs=50"),
     "train.batch_size": ("TrainConfig", "batch_size=1024"),
+    "train.steps_per_epoch": ("TrainConfig", "steps_per_epoch=0"),
     "train.view_net_steps": ("TrainConfig", "view_net_steps=0"),
 }
 
@@ -161,6 +166,7 @@ def unresolved_message(name: str) -> str:
         "model.n_components": AUTO_COMPONENTS,
         "model.view_hidden": AUTO_WIDTHS,
         "train.view_net_steps": AUTO_VIEW_NET_STEPS,
+        "train.steps_per_epoch": AUTO_STEPS_PER_EPOCH,
         "graph.degree_normalization": AUTO,
     }.get(name, 0)
     return (

@@ -35,4 +35,5 @@ PREPROCESS_KINDS = ("auto", "standard", "minmax", "none", "l2", "standard_l2", "
 AUTO = "auto"  # data.preprocess value resolved per view at fit (specrage_jax.training.defaults)
 AUTO_MIN_LR = 1e-5  # the defaults stop at two decades below the default rate (two plateaus); presets at 1e-8
 AUTO_VIEW_NET_STEPS = -1  # train.view_net_steps resolved at fit (training.defaults)
+AUTO_STEPS_PER_EPOCH = -1  # train.steps_per_epoch resolved at fit: one pass, at least a few steps (training.defaults)
 VIEW_NETS_UNTIL_STALL = -2  # train.view_net_steps: the view nets train until the watched loss stalls

@@ -239,7 +239,11 @@ class TrainConfig:
     batch_size: int = setting(
         1024, "mini-batch size m (capped at the training-set size); 0 means resolved from the data"
     )
-    steps_per_epoch: int = setting(0, "gradient steps per epoch; 0 means ceil(n_train / m)")
+    steps_per_epoch: int = setting(
+        0,
+        "gradient steps per epoch; 0 means ceil(n_train / m) (one pass); -1 means resolved from the data at fit "
+        "(one pass, at least the defaults' fewest steps an epoch), whether the epochs are set or resolved",
+    )
     missing_view_batch_growth: int = setting(
         4,
         "views missing for some training samples: the batch may double up to this factor until "
@@ -287,10 +291,10 @@ class TrainConfig:
             raise ValueError(f"train.missing_view_batch_growth must be >= 1, got {self.missing_view_batch_growth}")
         if self.view_net_patience < 1:
             raise ValueError(f"train.view_net_patience must be >= 1, got {self.view_net_patience}")
-        if min(self.epochs, self.batch_size, self.steps_per_epoch, self.lr_patience, self.view_net_steps + 2) < 0:
+        if min(self.epochs, self.batch_size, self.steps_per_epoch + 1, self.lr_patience, self.view_net_steps + 2) < 0:
             raise ValueError(
                 "train.epochs and train.batch_size must be >= 1 (0: from the data), "
-                "train.steps_per_epoch and train.lr_patience >= 0, "
+                "train.steps_per_epoch >= 0 (-1: from the data), train.lr_patience >= 0, "
                 "train.view_net_steps >= 0 (-1: from the data, -2: until the watched loss stalls)"
             )
 

@@ -28,6 +28,7 @@ import numpy as np
 from specrage_jax.config import (
     AUTO,
     AUTO_COMPONENTS,
+    AUTO_STEPS_PER_EPOCH,
     AUTO_VIEW_NET_STEPS,
     AUTO_WIDTHS,
     VIEW_NETS_UNTIL_STALL,
@@ -166,11 +167,16 @@ def hidden_widths(n_train: int) -> tuple[int, ...]:
     return LARGE_WIDTHS
 
 
-def epoch_plan(n_train: int, batch_rows: int, steps_per_epoch: int = 0) -> tuple[int, int]:
-    """(epochs, steps_per_epoch): STEP_BUDGET gradient steps in epochs of ``steps_per_epoch``
-    steps (0: one pass over the data, at least MIN_STEPS_PER_EPOCH steps)."""
-    per_epoch = steps_per_epoch or max(math.ceil(n_train / max(batch_rows, 1)), MIN_STEPS_PER_EPOCH)
-    return max(1, math.ceil(STEP_BUDGET / per_epoch)), per_epoch
+def epoch_steps(n_train: int, batch_rows: int) -> int:
+    """Gradient steps of an epoch the data decides: one pass over ``n_train`` rows in batches of
+    ``batch_rows``, at least MIN_STEPS_PER_EPOCH (so that the schedule's patience, counted in
+    epochs, watches the same work on a set that is one batch)."""
+    return max(math.ceil(n_train / max(batch_rows, 1)), MIN_STEPS_PER_EPOCH)
+
+
+def budget_epochs(steps_per_epoch: int) -> int:
+    """Epochs of ``steps_per_epoch`` steps that spend STEP_BUDGET gradient steps (an epoch is never cut short)."""
+    return max(1, math.ceil(STEP_BUDGET / max(steps_per_epoch, 1)))
 
 
 def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[ExperimentConfig, dict[str, Any]]:
@@ -202,6 +208,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             ),
         )
     m = min(train.batch_size, shape.n_train)
+    pass_rows = m  # the batch an epoch's pass is counted in (before any growth for missing views)
     if config.data.graph_inputs == AUTO:
         config = dataclasses.replace(
             config,
@@ -265,7 +272,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
         )
         if gaps:
             configured, m = m, grown  # grown: at most the sampled rows, so at most n_train
-            if m > configured and train.epochs and not train.steps_per_epoch:
+            if m > configured and train.epochs and train.steps_per_epoch == 0:
                 train = dataclasses.replace(
                     train,
                     steps_per_epoch=choose(
@@ -289,29 +296,34 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
                     "views missing",
                 ),
             )
+    if train.steps_per_epoch == AUTO_STEPS_PER_EPOCH:
+        passes = math.ceil(shape.n_train / max(pass_rows, 1))
+        grew = (
+            f" (the batch grew to {m} rows for missing views; an epoch keeps a pass at {pass_rows})"
+            if m > pass_rows
+            else ""
+        )
+        train = dataclasses.replace(
+            train,
+            steps_per_epoch=choose(
+                "train.steps_per_epoch",
+                epoch_steps(shape.n_train, pass_rows),
+                f"one pass over the training rows is {passes} step{'s' if passes != 1 else ''}, at least "
+                f"{MIN_STEPS_PER_EPOCH} steps{grew}; the same whether train.epochs is set or resolved",
+                "one pass" if passes > MIN_STEPS_PER_EPOCH else "fewest steps",
+            ),
+        )
     if train.epochs == 0:
-        epochs, per_epoch = epoch_plan(shape.n_train, m, train.steps_per_epoch)
+        per_epoch = train.steps_per_epoch or math.ceil(shape.n_train / max(m, 1))
         train = dataclasses.replace(
             train,
             epochs=choose(
                 "train.epochs",
-                epochs,
+                budget_epochs(per_epoch),
                 f"a budget of {STEP_BUDGET} gradient steps in epochs of {per_epoch} steps",
                 "step budget",
             ),
         )
-        if train.steps_per_epoch == 0:
-            passes = math.ceil(shape.n_train / max(m, 1))
-            train = dataclasses.replace(
-                train,
-                steps_per_epoch=choose(
-                    "train.steps_per_epoch",
-                    per_epoch,
-                    f"one pass over the training rows is {passes} step{'s' if passes != 1 else ''}, at least "
-                    f"{MIN_STEPS_PER_EPOCH} steps",
-                    "one pass" if per_epoch > MIN_STEPS_PER_EPOCH else "fewest steps",
-                ),
-            )
     if train.view_net_steps == AUTO_VIEW_NET_STEPS:
         whole = m >= shape.n_train
         train = dataclasses.replace(

@@ -35,10 +35,8 @@ NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen 
 CLASS_SHARE_OF_NEIGHBORS = 1.0  # l is below this share of the expected cluster size m / k
 CLEAR_EIGENGAP = 1.2  # a sparser graph must split the batch at least this cleanly (lambda_k+1 / lambda_k) ...
 GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
-GAP_PERSISTENCE = 1 / 3  # ... and one of the next larger candidates keeps at least this share of its gap
-PERSISTENCE_WINDOW = 2  # ... (the best of this many next larger candidates: one score may dip)
-SUSTAINED_EIGENGAP = 1.1  # no clear gap: a run of consecutive sparser candidates each scoring at least this ...
-SUSTAINED_RUN = 3  # ... (this many or more, each with GAP_GAIN times the dense graph's gap) takes the run's largest l
+SUSTAINED_EIGENGAP = 1.1  # a modest split: what a clear gap keeps over the next larger candidates; with no
+SUSTAINED_RUN = 3  # clear gap, a run of this many consecutive sparser candidates scoring it takes the run's largest l
 AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
 AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
@@ -48,7 +46,6 @@ MANY_CLUSTERS = 20  # above this many clusters: n_components is k and each batch
 EIGENVALUE_TIE = 0.02  # lambda_c+1 within this (relative) of lambda_c: the bottom c directions are ill-determined
 EIGENVALUE_CLEAR = 0.08  # ... and the subspace grows to the first c whose next eigenvalue is this much above
 GROWN_BATCH_MAX = 8192  # views missing: the batch grows at most to this many rows ((V, m, m) graphs)
-JOINT_MIN_PER_CLUSTER = 10  # the joint-positives rule needs this many samples with every view per cluster
 
 
 @dataclass(frozen=True)
@@ -70,7 +67,7 @@ class NeighborChoice:
         """Why no sparser graph was taken, by the branch of :func:`choose_neighbor_count` reached."""
         no_clear = (
             f"no sparser l scores >= {CLEAR_EIGENGAP} with {GAP_GAIN:g}x its gap, held "
-            f"{GAP_PERSISTENCE:.0%} over the next {PERSISTENCE_WINDOW} l"
+            f">= {SUSTAINED_EIGENGAP} at one of the next {SUSTAINED_RUN - 1} l"
         )
         if dense_score >= CLEAR_EIGENGAP:
             return f"it splits the batch clearly itself ({dense_score:.3g} >= {CLEAR_EIGENGAP}) and {no_clear}"
@@ -100,7 +97,7 @@ class NeighborChoice:
             return (
                 f"l {self.l} splits the batch clearly cleaner than the densest graph (eigengap "
                 f"{usable[self.l]:.3g} >= {CLEAR_EIGENGAP}, gap >= {GAP_GAIN:g}x l {dense}'s "
-                f"{usable[dense]:.3g}, {GAP_PERSISTENCE:.0%} of it held over the next {PERSISTENCE_WINDOW} l; "
+                f"{usable[dense]:.3g}, held >= {SUSTAINED_EIGENGAP} at one of the next {SUSTAINED_RUN - 1} l; "
                 f"eigengap by l: {shown})"
             )
         if self.rule == "agreeing views":
@@ -175,15 +172,15 @@ def usable_scores(scores: dict[int, float]) -> dict[int, float]:
 
 
 def gap_persists(usable: dict[int, float], l: int) -> bool:
-    """Whether candidate l's gap (score - 1) holds as the graph grows denser: one of the next
-    PERSISTENCE_WINDOW larger candidates of ``usable`` ({l: eigengap score}, l not the largest)
-    keeps at least GAP_PERSISTENCE of it. Cluster structure fades gradually with l, though one
+    """Whether candidate l's split holds as the graph grows denser: one of the next
+    SUSTAINED_RUN - 1 larger candidates of ``usable`` ({l: eigengap score}, l not the largest)
+    still scores at least SUSTAINED_EIGENGAP, the modest split the sustained-gap rule asks of a
+    run of SUSTAINED_RUN candidates. Cluster structure fades gradually with l, though one
     candidate's score may dip (faces, one seed: 1.71 at l 5, 1.10 at 8, 1.32 at 10); a sparse
     graph's fragments are gone at both next candidates (Handwritten, one split: 1.41, 1.09, 1.02)."""
     ordered = sorted(usable)
     start = ordered.index(l) + 1
-    after = ordered[start : start + PERSISTENCE_WINDOW]
-    return max(usable[c] for c in after) - 1.0 >= GAP_PERSISTENCE * (usable[l] - 1.0)
+    return max(usable[c] for c in ordered[start : start + SUSTAINED_RUN - 1]) >= SUSTAINED_EIGENGAP
 
 
 def choose_neighbor_count(scores: dict[int, float], agreement: float = math.nan) -> tuple[int, str] | None:
@@ -194,8 +191,8 @@ def choose_neighbor_count(scores: dict[int, float], agreement: float = math.nan)
     learn from in mini-batches. A sparser graph replaces it only when the data shows a clearly
     cleaner k-way split with it ("clear gap"): a score of at least CLEAR_EIGENGAP whose gap
     (score - 1) is at least GAP_GAIN times the dense graph's, and one of the next
-    PERSISTENCE_WINDOW larger candidates keeps at least GAP_PERSISTENCE of that gap
-    (:func:`gap_persists`); the best such score wins (ties: the larger l). Where neither that nor
+    SUSTAINED_RUN - 1 larger candidates still scores SUSTAINED_EIGENGAP (:func:`gap_persists`); the
+    best such score wins (ties: the larger l). Where neither that nor
     the dense graph splits the batch clearly, a modest gap sustained over several consecutive
     sparser candidates takes the largest l of that run ("sustained gap",
     :func:`sustained_gap_neighbor_count`); else views that share at least AGREEING_VIEWS of their
@@ -390,16 +387,27 @@ def component_count(w: sp.spmatrix, n_clusters: int, *, seed: int = 0, split_in_
             z = vectors[:, :c] / np.maximum(np.linalg.norm(vectors[:, :c], axis=1, keepdims=True), 1e-12)
             labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(z)
             scores[c] = partition_ncut(w, labels, k)
-    chosen = choose_component_count(scores, k)
+    return component_choice_from(scores, values[: largest + 1], k, split_in_doubt=split_in_doubt)
+
+
+def component_choice_from(
+    cuts: dict[int, float], eigenvalues: np.ndarray, n_clusters: int, *, split_in_doubt: bool = False
+) -> ComponentChoice:
+    """The decision of :func:`component_count` from its measurements: {c: normalized cut} for c
+    from k to the largest candidate, and the bottom Laplacian eigenvalues (ascending, one more than
+    the largest candidate, fewer where the batch is small)."""
+    k = n_clusters
+    largest = max(cuts)
+    chosen = choose_component_count(cuts, k)
     if chosen != k:
         rule, components = "cut", chosen
     else:
-        components = min(tie_resolved_count(values, k), largest)
+        components = min(tie_resolved_count(eigenvalues, k), largest)
         rule = "tie" if components > k else "clusters"
-    doubt = min(tie_resolved_count(values, k + 1), largest) if split_in_doubt else k
+    doubt = min(tie_resolved_count(eigenvalues, k + 1), largest) if split_in_doubt else k
     if doubt > components:
         components, rule = doubt, "sparse graph in doubt"
-    return ComponentChoice(components, rule, scores, tuple(float(v) for v in values[: largest + 1]))
+    return ComponentChoice(components, rule, cuts, tuple(float(v) for v in eigenvalues))
 
 
 def choose_component_count(scores: dict[int, float], n_clusters: int) -> int:
@@ -462,10 +470,11 @@ def joint_split_scores(
     seeded batch of the samples that have every view (views (n, d_v) with NaN rows for missing
     views): the graph under all views together (:func:`training.siamese.joint_neighbor_space`)
     and the mean of the views' own graphs (what training sees). -inf where too few samples have
-    every view for a graph of k groups."""
+    every view for a graph of k groups: fewer than l + 1 per expected cluster, so that a sample's l
+    neighbours can lie in its own cluster (the bound of :func:`class_size_neighbor_cap`)."""
     present = present_views(views)
     complete = np.flatnonzero(present.all(axis=1))
-    if len(complete) < JOINT_MIN_PER_CLUSTER * n_clusters or len(complete) <= max(l, n_clusters) + 1:
+    if len(complete) < n_clusters * (l + 1) or len(complete) <= n_clusters + 1:
         return -math.inf, -math.inf
     rows = complete[seeded_rows(len(complete), min(batch_rows, len(complete)), seed=seed, stream=8)]
     batch = [np.asarray(x)[rows].astype(np.float32) for x in views]
