@@ -1,7 +1,8 @@
-"""The estimator's parameters: every configuration field as a nested scikit-learn parameter
-(``config__<section>__<field>``) that set_params, clone and GridSearchCV handle, the ``config``
-parameter as the base the named parameters refine, the n_clusters default, and the ``optimizer``
-parameter (an optax transformation) through fit, clone, save and pickle."""
+"""The estimator's parameters: every configuration field without a named parameter as a nested
+scikit-learn parameter (``config__<section>__<field>``) that set_params, clone and GridSearchCV
+handle, one key per setting, the ``config`` parameter as the base the named parameters refine, the
+n_clusters default, and the ``optimizer`` parameter (an optax transformation) through fit, clone,
+save and pickle."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from specrage_jax import ExperimentConfig, SpecRaGE, preset
+from specrage_jax.api.params import CONFIG_PREFIX, NAMED_FIELDS
 from specrage_jax.data import make_blobs_views
 from specrage_jax.nets.state import adam_optimizer
 
@@ -32,18 +34,39 @@ def blobs():
     return [np.asarray(v) for v in data.views]
 
 
-def test_every_config_field_is_a_nested_parameter():
+def test_every_config_field_without_a_named_parameter_is_a_nested_parameter():
     params = SpecRaGE().get_params(deep=True)
     config = ExperimentConfig.auto()
+    named = set(NAMED_FIELDS.values())
     for section in dataclasses.fields(config):
-        assert params[f"config__{section.name}"] == getattr(config, section.name)
-        for field in dataclasses.fields(getattr(config, section.name)):
-            if (section.name, field.name) != ("train", "progress"):  # verbose sets it
-                assert params[f"config__{section.name}__{field.name}"] == getattr(
-                    getattr(config, section.name), field.name
-                )
-    assert "config__train__progress" not in params
+        values = getattr(config, section.name)
+        assert params[f"config__{section.name}"] == values
+        for field in dataclasses.fields(values):
+            key = f"config__{section.name}__{field.name}"
+            if (section.name, field.name) in named:  # its named parameter sets it
+                assert key not in params
+            else:
+                assert params[key] == getattr(values, field.name)
+    assert "config__train__progress" not in params and "config__graph__n_neighbors" not in params
     assert set(SpecRaGE().get_params(deep=False)) <= set(params)
+
+
+def field_of(key: str) -> tuple[str, str] | None:
+    """The configuration field (section, field) that the get_params key ``key`` sets; None for a
+    parameter that sets no one field (a whole section, ``config``, ``n_clusters``, ...)."""
+    if key in NAMED_FIELDS:
+        return NAMED_FIELDS[key]
+    section, _, field = key.removeprefix(CONFIG_PREFIX).partition("__")
+    return (section, field) if key.startswith(CONFIG_PREFIX) and field else None
+
+
+@pytest.mark.parametrize("config", [None, preset("digits")])
+def test_each_setting_has_one_key(config):
+    fields = [field_of(key) for key in SpecRaGE(config=config).get_params(deep=True)]
+    fields = [field for field in fields if field is not None]
+    repeated = sorted({field for field in fields if fields.count(field) > 1})
+    assert not repeated, f"settings reachable under two keys: {repeated}"
+    assert set(NAMED_FIELDS.values()) <= set(fields)
 
 
 def test_set_params_builds_new_frozen_configs_and_clone_round_trips():
@@ -51,12 +74,13 @@ def test_set_params_builds_new_frozen_configs_and_clone_round_trips():
     first = est.config
     assert first.graph.bandwidth_factor == 1.0 and first.model.fusion == "average"
     assert first.graph.n_neighbors == ExperimentConfig.auto().graph.n_neighbors  # the rest: the defaults
-    est.set_params(config__graph__n_neighbors=np.int64(7))  # a parameter grid's NumPy scalar
-    assert est.config.graph.n_neighbors == 7 and type(est.config.graph.n_neighbors) is int
-    assert first.graph.n_neighbors == 0  # the earlier config is untouched (frozen; a new copy was made)
-    assert est.experiment_config().graph.n_neighbors == 7
+    est.set_params(config__graph__scale_sample_batches=np.int64(7))  # a parameter grid's NumPy scalar
+    assert est.config.graph.scale_sample_batches == 7 and type(est.config.graph.scale_sample_batches) is int
+    assert first.graph.scale_sample_batches == 8  # the earlier config is untouched (frozen; a new copy was made)
+    assert est.experiment_config().graph.scale_sample_batches == 7
     copy = clone(est)
     assert copy.get_params() == est.get_params() and copy.config == est.config
+    assert pickle.loads(pickle.dumps(est)).get_params() == est.get_params()
     assert est.set_params(config__graph=first.graph).config.graph == first.graph  # a whole section
 
 
@@ -65,8 +89,7 @@ def test_set_params_builds_new_frozen_configs_and_clone_round_trips():
     [
         ({"config__graph__nope": 1}, "config__graph__nope: fields of config section 'graph' are n_neighbors"),
         ({"config__nope__n_neighbors": 1}, "config__nope__n_neighbors: config sections are model, graph"),
-        ({"config__train__progress": True}, "verbose parameter"),
-        ({"config__model__temperature": -1.0}, "model.temperature must be > 0"),
+        ({"config__graph__bandwidth_factor": -1.0}, "graph.bandwidth_factor must be > 0"),
         ({"config__graph": 3}, "config__graph must be a GraphConfig"),
     ],
 )
@@ -75,10 +98,15 @@ def test_set_params_refuses_unknown_or_invalid_settings(params, match):
         SpecRaGE().set_params(**params)
 
 
-def test_a_named_parameter_takes_precedence_and_a_conflicting_nested_one_is_refused():
-    with pytest.raises(ValueError, match="config__graph__n_neighbors=10 is shadowed by n_neighbors=5"):
-        SpecRaGE(n_neighbors=5).set_params(config__graph__n_neighbors=10)
-    assert SpecRaGE(n_neighbors=5).set_params(config__graph__n_neighbors=5).experiment_config().graph.n_neighbors == 5
+@pytest.mark.parametrize(("key", "parameter"), [(f"config__{s}__{f}", name) for name, (s, f) in NAMED_FIELDS.items()])
+def test_set_params_refuses_a_nested_key_of_a_named_parameter(key, parameter):
+    est = SpecRaGE(n_neighbors=5)
+    with pytest.raises(ValueError, match=f"{key} is set through {parameter}"):
+        est.set_params(**{key: 3})
+    assert est.config is None and est.n_neighbors == 5  # left as it was
+
+
+def test_a_named_parameter_refines_the_config():
     # a preset as the base, refined by a named parameter; the estimator stays quiet unless verbose
     config = SpecRaGE(n_clusters=10, config=preset("digits"), n_neighbors=15).experiment_config()
     assert config.graph.n_neighbors == 15 and config.model.temperature == preset("digits").model.temperature
@@ -90,21 +118,21 @@ def test_a_named_parameter_takes_precedence_and_a_conflicting_nested_one_is_refu
         SpecRaGE(config={"graph": {}}).experiment_config()
 
 
-def test_grid_search_applies_nested_settings(blobs):
-    # two neighbour counts and a temperature far from the default's 1: four fits in all
-    grid = {"config__graph__n_neighbors": [5, 10], "config__model__temperature": [50.0]}
+def test_grid_search_applies_named_and_nested_settings(blobs):
+    # two neighbour counts (named) and a bandwidth factor off the default's 2 (nested): four fits in all
+    grid = {"n_neighbors": [5, 10], "config__graph__bandwidth_factor": [1.0]}
     scoring = {
         "loss": lambda est, x, y=None: est.score(x),
         # what the fitted estimator trained with, read back from its resolved configuration
         "n_neighbors": lambda est, x, y=None: est.config_.graph.n_neighbors,
-        "temperature": lambda est, x, y=None: est.config_.model.temperature,
+        "bandwidth": lambda est, x, y=None: est.config_.graph.bandwidth_factor,
     }
     search = GridSearchCV(SpecRaGE(**FAST), grid, cv=2, scoring=scoring, refit=False).fit(blobs)
     results = search.cv_results_
     assert len(results["params"]) == 2
-    np.testing.assert_array_equal(results["mean_test_n_neighbors"], results["param_config__graph__n_neighbors"])
-    np.testing.assert_array_equal(results["mean_test_temperature"], results["param_config__model__temperature"])
-    assert list(results["mean_test_n_neighbors"]) == [5, 10] and set(results["mean_test_temperature"]) == {50.0}
+    np.testing.assert_array_equal(results["mean_test_n_neighbors"], results["param_n_neighbors"])
+    np.testing.assert_array_equal(results["mean_test_bandwidth"], results["param_config__graph__bandwidth_factor"])
+    assert list(results["mean_test_n_neighbors"]) == [5, 10] and set(results["mean_test_bandwidth"]) == {1.0}
     assert np.isfinite(results["mean_test_loss"]).all()
 
 

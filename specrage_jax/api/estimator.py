@@ -113,11 +113,12 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
       view_dims: widths (d_1, ..., d_V) of the views stacked in a 2-D X; None: X is one view
         (a list of views needs no view_dims).
       config: the ExperimentConfig to start from (e.g. ``preset("digits")``); None: the
-        data-aware defaults. Every field is a nested parameter ``config__<section>__<field>``
-        (``get_params``, ``set_params``, GridSearchCV: ``{"config__graph__bandwidth_factor": [1.0,
-        2.0]}``), and every section ``config__<section>``. set_params returns new frozen configs;
-        a nested field whose named parameter is set to another value is refused (the named
-        parameter would take precedence); ``train.progress`` is ``verbose``'s.
+        data-aware defaults. Every field without a named parameter is a nested parameter
+        ``config__<section>__<field>`` (``get_params``, ``set_params``, GridSearchCV:
+        ``{"config__graph__bandwidth_factor": [1.0, 2.0]}``), and every section
+        ``config__<section>``. set_params returns new frozen configs. A field with a named
+        parameter (``graph.n_neighbors``: ``n_neighbors``; ``train.progress``: ``verbose``) has
+        no nested key: each setting has one key.
       config_overrides: "section.field=value" strings applied last with
         :func:`~specrage_jax.config.apply_overrides` (the command line's ``--set``).
       random_state: None, an int or a RandomState; an int gives reproducible results.
@@ -200,9 +201,9 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         return config_from_params(self.get_params(deep=False))
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's parameters; with ``deep``, also every configuration section and field
-        as ``config__<section>`` and ``config__<section>__<field>`` (of ``config``, or of the
-        data-aware defaults when it is None)."""
+        """The constructor's parameters; with ``deep``, also every configuration section as
+        ``config__<section>`` and every field without a named parameter as
+        ``config__<section>__<field>`` (of ``config``, or of the data-aware defaults when it is None)."""
         params = super().get_params(deep=False)
         if deep and (self.config is None or isinstance(self.config, ExperimentConfig)):
             params.update(nested_config_params(base_config(self.config)))
@@ -214,13 +215,13 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
         is None). Returns self.
 
         Raises:
-          ValueError: an unknown parameter, section or field; a nested field whose named parameter
-            is set to another value; ``config__train__progress`` (set ``verbose``).
+          ValueError: an unknown parameter, section or field; a nested field that a named
+            parameter sets (``config__graph__n_neighbors``: set ``n_neighbors``).
         """
         nested = {key[len(CONFIG_PREFIX) :]: params.pop(key) for key in list(params) if key.startswith(CONFIG_PREFIX)}
         super().set_params(**params)
         if nested:
-            self.config = with_nested_params(base_config(self.config), nested, self.get_params(deep=False))
+            self.config = with_nested_params(base_config(self.config), nested)
         return self
 
     def _draw_seed(self) -> int:

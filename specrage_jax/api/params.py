@@ -2,9 +2,11 @@
 
 The estimator starts from its ``config`` parameter (None: :meth:`ExperimentConfig.auto`, the
 data-aware defaults); each named parameter other than None sets its field on top (:data:`NAMED_FIELDS`);
-``config_overrides`` come last. Every field is also a nested parameter ``config__<section>__<field>``
+``config_overrides`` come last. Every section is a nested parameter ``config__<section>``, and every
+field without a named parameter is a nested parameter ``config__<section>__<field>``
 (:func:`nested_config_params`, :func:`with_nested_params`), which is how GridSearchCV reaches the
-settings that have no named parameter.
+settings that have no named parameter. A field with a named parameter is reached only through it,
+so that each setting has one key in ``get_params``.
 """
 
 from __future__ import annotations
@@ -151,59 +153,54 @@ def optimizer_rate(optimizer: Any, learning_rate: Any) -> float | None:
 
 def nested_config_params(config: ExperimentConfig) -> dict[str, Any]:
     """``config``'s sections and fields as scikit-learn nested parameters: ``config__graph`` (the
-    GraphConfig), ``config__graph__n_neighbors`` (its field), ... ``train.progress`` is left out:
-    the estimator's ``verbose`` sets it."""
+    GraphConfig), ``config__graph__bandwidth_factor`` (its field), ... The fields of
+    :data:`NAMED_FIELDS` are left out: their named parameters set them."""
     params: dict[str, Any] = {}
     for section in dataclasses.fields(config):
         values = getattr(config, section.name)
         params[f"{CONFIG_PREFIX}{section.name}"] = values
         for field in dataclasses.fields(values):
-            if (section.name, field.name) != ("train", "progress"):
+            if (section.name, field.name) not in _PARAMETER_OF:
                 params[f"{CONFIG_PREFIX}{section.name}__{field.name}"] = getattr(values, field.name)
     return params
 
 
-def with_nested_params(config: ExperimentConfig, nested: dict[str, Any], named: dict[str, Any]) -> ExperimentConfig:
+def with_nested_params(config: ExperimentConfig, nested: dict[str, Any]) -> ExperimentConfig:
     """``config`` (frozen) with ``nested`` set: keys "section" (a whole section) or "section__field"
-    (``config__`` already stripped), values coerced to the field's type. ``named`` are the
-    estimator's parameters, whose named settings take precedence over their fields.
+    (``config__`` already stripped), values coerced to the field's type.
 
     Raises:
-      ValueError: an unknown section or field (listing the known ones); a field whose named
-        parameter is set to another value (it would shadow the nested one); train.progress (set
-        ``verbose``); a value the section rejects.
+      ValueError: an unknown section or field (listing the known ones); a field that a named
+        parameter sets (naming it); a value the section rejects.
     """
     sections = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
     for key, value in nested.items():
         section, _, name = key.partition("__")
         if section not in sections:
             raise ValueError(f"invalid parameter {CONFIG_PREFIX}{key}: config sections are {', '.join(sections)}")
-        current = sections[section]
-        if not name:
-            if not isinstance(value, type(current)):
-                raise ValueError(f"{CONFIG_PREFIX}{section} must be a {type(current).__name__}, got {value!r}")
+        if name:
+            sections[section] = _with_field(sections[section], section, name, value)
+        elif isinstance(value, type(sections[section])):
             sections[section] = value
-            continue
-        hints = _field_types(type(current))
-        if name not in hints:
-            raise ValueError(
-                f"invalid parameter {CONFIG_PREFIX}{key}: fields of config section {section!r} are {', '.join(hints)}"
-            )
-        if (section, name) == ("train", "progress"):
-            raise ValueError(f"{CONFIG_PREFIX}{key} is the estimator's verbose parameter: set verbose")
-        value = _coerced(value, hints[name])
-        parameter = _PARAMETER_OF.get((section, name))
-        if (
-            parameter is not None
-            and named.get(parameter) is not None
-            and named_value(parameter, named[parameter]) != value
-        ):
-            raise ValueError(
-                f"{CONFIG_PREFIX}{key}={value!r} is shadowed by {parameter}={named[parameter]!r}, which takes "
-                f"precedence: set {parameter}=None to use {CONFIG_PREFIX}{key}, or set {parameter} instead"
-            )
-        sections[section] = dataclasses.replace(current, **{name: value})
+        else:
+            raise ValueError(f"{CONFIG_PREFIX}{section} must be a {type(sections[section]).__name__}, got {value!r}")
     return dataclasses.replace(config, **sections)
+
+
+def _with_field(values: Any, section: str, name: str, value: Any) -> Any:
+    """The config section ``values`` with its field ``name`` set to ``value`` (coerced).
+
+    Raises:
+      ValueError: an unknown field (listing the known ones); a field that a named parameter sets.
+    """
+    key = f"{CONFIG_PREFIX}{section}__{name}"
+    hints = _field_types(type(values))
+    if name not in hints:
+        raise ValueError(f"invalid parameter {key}: fields of config section {section!r} are {', '.join(hints)}")
+    parameter = _PARAMETER_OF.get((section, name))
+    if parameter is not None:
+        raise ValueError(f"{key} is set through {parameter}: set_params({parameter}=...) instead")
+    return dataclasses.replace(values, **{name: _coerced(value, hints[name])})
 
 
 def _coerced(value: Any, hint: Any) -> Any:
