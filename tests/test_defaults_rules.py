@@ -35,3 +35,21 @@ def test_saved_partitions_score_the_choice_the_library_makes(data_dir, tmp_path)
     assert scored["now"]["l"] == now["l"] and scored["now"]["rule"] == record["graph.n_neighbors"]["rule"]
     assert scored["acc_at_k_by_l"][now["l"]] == scored["now"]["acc_at_k"]
     assert scored["best_acc_at_k"] == max(scored["acc_at_k_by_l"].values()) >= scored["dense_acc_at_k"]
+
+
+@pytest.mark.slow
+def test_the_sensitivity_replay_reproduces_the_library(data_dir):
+    sensitivity = load_experiment("defaults_sensitivity")
+    run = sensitivity.estimator_run("WebKB", data_dir, 0)
+    assert run.scores and run.cuts and sensitivity.replayed(run) == (run.l, run.c)
+
+
+def test_a_moved_number_reports_the_runs_whose_choice_changes():
+    sensitivity = load_experiment("defaults_sensitivity")
+    # l 5 by a clear gap (1.5 against the dense 1.05, held at l 8); no cut measured
+    clear = sensitivity.Measured("a", 0, 3, {5: 1.5, 8: 1.4, 30: 1.05}, float("nan"), {}, (), 5, 3)
+    dense = sensitivity.Measured("b", 0, 3, {5: 1.02, 8: 1.01, 30: 1.0}, float("nan"), {}, (), 30, 3)
+    assert sensitivity.replayed(clear) == (5, 3) and sensitivity.replayed(dense) == (30, 3)
+    assert sensitivity.moves([clear, dense], "CLEAR_EIGENGAP", 1.2) == []
+    moved = sensitivity.moves([clear, dense], "CLEAR_EIGENGAP", 1.6)  # 1.5 no longer clears the bar
+    assert moved == [{"dataset": "a", "seed": 0, "from": [5, 3], "to": [30, None]}]

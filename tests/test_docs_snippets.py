@@ -21,8 +21,8 @@ What a page's author can rely on, and must follow:
 * A python block that makes the estimator warn about a degenerate embedding fails.
 
 All pages run in one child process, so each jitted step compiles once for all of them: the pages'
-examples share data and settings where they can (the digits file with ``max_epochs=10`` /
-``--epochs 10``; blobs with ``ModelConfig(n_components=5, view_hidden=(64, 64))``,
+examples share data and settings where they can (the digits file with ``max_epochs=1`` /
+``--epochs 1``; blobs with ``ModelConfig(n_components=5, view_hidden=(64, 64))``,
 ``GraphConfig(n_neighbors=10, scale_mode="batch")`` and batches of 512).
 
 Paths: a path whose first component is a top-level folder of the repository (``specrage_jax/``,

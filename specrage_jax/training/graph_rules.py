@@ -40,8 +40,9 @@ SUSTAINED_RUN = 3  # clear gap, a run of this many consecutive sparser candidate
 AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
 AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
-CLEAR_NCUT_GAIN = 0.075  # more components only where their k-means partition cuts the graph this much less
-NCUT_TOLERANCE = 0.01  # ... and then the fewest whose cut is within this of the lowest
+CLEAR_NCUT_GAIN = (
+    0.075  # more components only where their k-means partition cuts the graph this much less (then the lowest cut)
+)
 MANY_CLUSTERS = 20  # above this many clusters: n_components is k and each batch's graphs are degree-normalized
 EIGENVALUE_TIE = 0.02  # lambda_c+1 within this (relative) of lambda_c: the bottom c directions are ill-determined
 EIGENVALUE_CLEAR = 0.08  # ... and the subspace grows to the first c whose next eigenvalue is this much above
@@ -290,7 +291,7 @@ class ComponentChoice:
             return (
                 f"{self.c} directions: their k-means partition cuts the batch graph "
                 f"{1 - self.cuts[self.c] / self.cuts[k]:.1%} less than {k}'s (the lowest cut at least "
-                f"{CLEAR_NCUT_GAIN:.1%} less, c the fewest within {NCUT_TOLERANCE:.0%} of it){cuts}"
+                f"{CLEAR_NCUT_GAIN:.1%} less, and c the count with the lowest){cuts}"
             )
         values = self.eigenvalues
         if self.rule == "tie" and len(values) > k:
@@ -356,8 +357,8 @@ def component_count(w: sp.spmatrix, n_clusters: int, *, seed: int = 0, split_in_
       split between two classes. For each c from k to k + min(k, EXTRA_COMPONENTS_MAX), k-means
       (k clusters, unit rows) partitions the bottom c eigenvectors of w (m, m), and the
       partition is scored by its normalized cut of w. c stays k unless some c cuts the graph
-      at least CLEAR_NCUT_GAIN less (relative); then the fewest components whose cut is within
-      NCUT_TOLERANCE of the lowest;
+      at least CLEAR_NCUT_GAIN less (relative); then the count with the lowest cut (ties: the
+      fewest);
     * a tie at k, where the cuts keep k (:func:`tie_resolved_count`): lambda_k+1 about
       lambda_k, so the network ends on an arbitrary mix of the two directions; c then grows to
       the first count after which the spectrum has a clear gap.
@@ -412,13 +413,13 @@ def component_choice_from(
 
 def choose_component_count(scores: dict[int, float], n_clusters: int) -> int:
     """The cut rule of :func:`component_count` on {c: normalized cut}: k unless the lowest cut is
-    at least CLEAR_NCUT_GAIN below k's; then the smallest c within NCUT_TOLERANCE of the lowest."""
+    at least CLEAR_NCUT_GAIN below k's; then the c with the lowest cut (ties: the smallest)."""
     if not scores:
         return n_clusters
     lowest = min(scores.values())
     if lowest > (1.0 - CLEAR_NCUT_GAIN) * scores[n_clusters]:
         return n_clusters
-    return min(c for c, score in scores.items() if score <= lowest * (1.0 + NCUT_TOLERANCE))
+    return min(c for c, score in scores.items() if score == lowest)
 
 
 def batch_for_missing_views(
