@@ -116,7 +116,7 @@ def resolved_fit(data: MultiViewData, paper: bool, seed: int) -> ResolvedFit:
         scaled = pipeline.preprocess(train, val, config, n_clusters=k, seed=seed)
     unreduced = None if scaled.unreduced is None else scaled.unreduced[0]
     resolved, record = pipeline.resolve_settings(
-        config, scaled.train, k, seed=seed, scalers=scaled.scalers, unreduced_train=unreduced, sample=False
+        config, scaled.train, k, seed=seed, scalers=scaled.scalers, unreduced_train=unreduced
     )
     return ResolvedFit(scaled, unreduced, data.labels[rows_fit][train_idx], resolved, record)
 

@@ -57,3 +57,27 @@ def test_estimator_fitted_on_a_runs_split_embeds_its_test_rows_bitwise_as_the_ru
     assert embedding.dtype == run.evaluation.y_test.dtype
     assert np.array_equal(embedding, run.evaluation.y_test)
     assert np.array_equal(estimator.view_weights(test), run.evaluation.alpha_test)
+
+
+def test_the_cli_and_the_estimator_resolve_the_defaults_from_every_training_row(monkeypatch):
+    """Above FULL_BATCH_MAX training rows too: the rules draw their batches from all of them, so
+    the run and the estimator decide alike on the same rows (no sample of its own for the CLI)."""
+    from specrage_jax.api import fit_pipeline
+    from specrage_jax.runs.prepare import prepare_splits, resolve_run_defaults
+    from specrage_jax.training.defaults import FULL_BATCH_MAX
+
+    data, seed = _blobs(n=6000), 0
+    config = ExperimentConfig.auto()
+    splits = prepare_splits(data, config, seed=seed)
+    assert len(splits.train[0]) > FULL_BATCH_MAX
+    read: list[int] = []
+    resolve = fit_pipeline.resolve_defaults
+    monkeypatch.setattr(
+        fit_pipeline, "resolve_defaults", lambda c, shape: read.append(len(shape.views[0])) or resolve(c, shape)
+    )
+    run_config, run_record = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
+    estimator_config, estimator_record = fit_pipeline.resolve_settings(
+        config, splits.train, data.n_classes, seed=seed, scalers=splits.scalers
+    )
+    assert read == [len(splits.train[0])] * 2
+    assert run_config == estimator_config and run_record == estimator_record

@@ -280,7 +280,6 @@ class SpecRaGE(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, 
             seed=seed,
             scalers=scaled.scalers,
             unreduced_train=None if scaled.unreduced is None else scaled.unreduced[0],
-            sample=False,  # every training row, as the estimator has always read them
         )
         pipeline.check_sizes(
             config,

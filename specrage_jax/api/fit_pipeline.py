@@ -164,14 +164,14 @@ def resolve_settings(
     seed: int,
     scalers: Sequence[ViewScaler],
     unreduced_train: Sequence[Any] | None = None,
-    sample: bool = True,
 ) -> tuple[ExperimentConfig, dict[str, Any]]:
     """:func:`~specrage_jax.training.defaults.resolve_defaults` on the scaled training rows; the
     record names each chosen value and why (the per-view preprocessing last).
 
-    ``sample`` reads a seeded sample of at most FULL_BATCH_MAX training rows (GROWN_BATCH_MAX
-    where views are missing) for the rules that look at the rows (the CLI's runs); False reads
-    every training row (the estimator)."""
+    The rules that look at the rows draw their own seeded batches from every training row held in
+    memory, so the command line and the estimator decide alike on the same rows. Rows streamed
+    from disk are read once as a seeded sample of at most FULL_BATCH_MAX rows (GROWN_BATCH_MAX
+    where views are missing)."""
     described = describe_preprocessing([s.kind for s in scalers], config.data.preprocess, [s.reason for s in scalers])
     described.update(describe_left_out_views(scalers))
     views_missing = any(missing_rows(v).any() for v in train)
@@ -187,10 +187,9 @@ def resolve_settings(
     )
     if reads_rows or incomplete:  # the rules that look at the rows themselves
         rows = None
-        if sample:
+        if is_streamed(train):
             rows = evaluation_rows(n_train, GROWN_BATCH_MAX if incomplete else FULL_BATCH_MAX, seed=seed, stream=2)
-            if rows is None and is_streamed(train):
-                rows = np.arange(n_train)
+            rows = np.arange(n_train) if rows is None else rows
         views = tuple(np.asarray(v if rows is None else v[rows]) for v in train)  # x[idx] reads streamed rows
         unreduced = None if unreduced_train is None else tuple(select_rows(unreduced_train, rows))
     resolved, chosen = resolve_defaults(

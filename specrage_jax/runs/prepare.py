@@ -86,9 +86,9 @@ def prepare_splits(
 def resolve_run_defaults(
     config: ExperimentConfig, splits: PreparedSplits, n_clusters: int, *, seed: int
 ) -> tuple[ExperimentConfig, dict[str, Any]]:
-    """:func:`~specrage_jax.training.defaults.resolve_defaults` on a run's training split (a seeded
-    sample of at most FULL_BATCH_MAX rows, GROWN_BATCH_MAX where views are missing); the record
-    names each chosen value and why."""
+    """:func:`~specrage_jax.training.defaults.resolve_defaults` on a run's training split, as the
+    estimator resolves it on the same rows (:func:`~specrage_jax.api.fit_pipeline.resolve_settings`);
+    the record names each chosen value and why."""
     return resolve_settings(
         config,
         splits.train,
