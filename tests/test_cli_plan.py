@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from specrage_jax.cli import build_parser, config_help, help_dataset, main
+from specrage_jax.config import ExperimentConfig
 from specrage_jax.presets import preset
 from specrage_jax.runs.run_plan import format_plan, stage_plan
 
@@ -102,5 +103,9 @@ def test_help_shows_the_values_a_named_dataset_trains_with(capsys):
         main(["train", "--dataset", "file:mine.npz", "--help"])
     assert "graph.n_neighbors = chosen from the data" in capsys.readouterr().out
     assert build_parser().format_help().startswith("usage: specrage")  # builds without a dataset too
-    assert "the defaults before presets" in config_help(None)
-    assert "as --dataset" not in config_help(None)
+    plain = config_help(None)  # what runs when nothing is set: the data-aware defaults
+    assert "the data-aware defaults" in plain and "as --dataset" not in plain
+    assert (
+        "graph.n_neighbors = chosen from the data" in plain and "train.steps_per_epoch = chosen from the data" in plain
+    )
+    assert f"model.temperature = {ExperimentConfig.auto().model.temperature}" in plain

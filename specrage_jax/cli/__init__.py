@@ -30,14 +30,17 @@ from specrage_jax.overrides import describe_fields
 def config_help(dataset: str | None = None) -> str:
     """Every config field with its value and meaning, for ``specrage train --help``: the values
     ``--dataset DATASET`` would train with when given (its preset and the CLI's checkpoint
-    defaults, with what the data decides marked as such), else the defaults before presets."""
+    defaults, with what the data decides marked as such), else what runs when nothing is set
+    (the data-aware defaults a ``file:`` dataset and ``SpecRaGE()`` train with)."""
     base = ExperimentConfig()
     if dataset is None or not is_dataset_name(dataset):
         config, header = (
-            base,
+            ExperimentConfig.auto(),
             (
-                "configuration fields (set any with --set section.field=value; the defaults before "
-                "presets; `specrage train --dataset NAME --help` shows NAME's values):"
+                "configuration fields as they run when nothing is set: the data-aware defaults "
+                "(ExperimentConfig.auto()) that a file: dataset and SpecRaGE() train with (set any with "
+                "--set section.field=value; a named dataset starts from its preset, and "
+                "`specrage train --dataset NAME --help` shows NAME's values; * marks a value the data decides):"
             ),
         )
     else:
