@@ -40,9 +40,7 @@ SUSTAINED_RUN = 3  # clear gap, a run of this many consecutive sparser candidate
 AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
 AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
-CLEAR_NCUT_GAIN = (
-    0.075  # more components only where their k-means partition cuts the graph this much less (then the lowest cut)
-)
+CLEAR_NCUT_GAIN = 0.075  # more components only where they cut the graph this much less (then the lowest cut)
 MANY_CLUSTERS = 20  # above this many clusters: n_components is k and each batch's graphs are degree-normalized
 EIGENVALUE_TIE = 0.02  # lambda_c+1 within this (relative) of lambda_c: the bottom c directions are ill-determined
 EIGENVALUE_CLEAR = 0.08  # ... and the subspace grows to the first c whose next eigenvalue is this much above
