@@ -35,6 +35,9 @@ from pathlib import Path
 from typing import Any
 
 EXPERIMENTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(EXPERIMENTS))
+from readme_tables import find_blocks  # noqa: E402  (the block markers' one definition)
+
 RESULTS = EXPERIMENTS / "results"
 ROOT = EXPERIMENTS.parent
 PAGES = ("README.md", "BUILD_NOTES.md", "docs/*.md")  # Markdown, the generated blocks left out
@@ -287,13 +290,15 @@ def figure_values(results: Path = RESULTS, figures: Mapping[str, Figure] = FIGUR
 # ---------------------------------------------------------------------------------------------
 # the texts
 
-BLOCK_RE = re.compile(r"^<!-- results:(\w+)\b.*?^<!-- /results:\1 -->[ \t]*$", re.MULTILINE | re.DOTALL)
 BREAK_RE = re.compile(r"\s*$|\s*(?:[-*+]|\d+\.)\s|\s*[|#>]|\s*```|\s*<!--")  # a line that starts a new unit
 
 
 def without_blocks(markdown: str) -> str:
-    """The page with each generated block's lines emptied (its line count kept)."""
-    return BLOCK_RE.sub(lambda m: "\n" * m.group(0).count("\n"), markdown)
+    """The page with each generated block's lines emptied (its line count kept); the blocks are
+    found as experiments/readme_tables.py writes them."""
+    for span in reversed(find_blocks(markdown)):
+        markdown = markdown[: span.start] + "\n" * markdown.count("\n", span.start, span.end) + markdown[span.end :]
+    return markdown
 
 
 def python_prose(source: str) -> str:

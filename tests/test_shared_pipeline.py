@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from specrage_jax import SpecRaGE
 from specrage_jax.config import ExperimentConfig
@@ -61,23 +62,38 @@ def test_estimator_fitted_on_a_runs_split_embeds_its_test_rows_bitwise_as_the_ru
 
 def test_the_cli_and_the_estimator_resolve_the_defaults_from_every_training_row(monkeypatch):
     """Above FULL_BATCH_MAX training rows too: the rules draw their batches from all of them, so
-    the run and the estimator decide alike on the same rows (no sample of its own for the CLI)."""
+    a run and the estimator fitted on the run's rows resolve the same settings (stopped before
+    training: the estimator's configuration is taken where it checks the sizes)."""
     from specrage_jax.api import fit_pipeline
     from specrage_jax.runs.prepare import prepare_splits, resolve_run_defaults
     from specrage_jax.training.defaults import FULL_BATCH_MAX
 
+    class Resolved(Exception):
+        pass
+
+    def stop(config, *args, **kwargs):
+        raise Resolved(config)
+
     data, seed = _blobs(n=6000), 0
-    config = ExperimentConfig.auto()
+    base = ExperimentConfig.auto()
+    config = dataclasses.replace(base, train=dataclasses.replace(base.train, progress=False))  # verbose=False
     splits = prepare_splits(data, config, seed=seed)
-    assert len(splits.train[0]) > FULL_BATCH_MAX
+    idx = split_indices(
+        data.labels, seed=seed, test_fraction=config.data.test_fraction, val_fraction=config.data.val_fraction
+    )
+    assert len(idx.train) > FULL_BATCH_MAX
     read: list[int] = []
     resolve = fit_pipeline.resolve_defaults
     monkeypatch.setattr(
         fit_pipeline, "resolve_defaults", lambda c, shape: read.append(len(shape.views[0])) or resolve(c, shape)
     )
-    run_config, run_record = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
-    estimator_config, estimator_record = fit_pipeline.resolve_settings(
-        config, splits.train, data.n_classes, seed=seed, scalers=splits.scalers
-    )
-    assert read == [len(splits.train[0])] * 2
-    assert run_config == estimator_config and run_record == estimator_record
+    monkeypatch.setattr(fit_pipeline, "check_sizes", stop)
+    run_config, _ = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
+    rows = [np.concatenate([x[idx.train], x[idx.val]]) for x in data.views]
+    n_train = len(idx.train)
+    split = (np.arange(n_train), np.arange(n_train, n_train + len(idx.val)))
+    estimator = SpecRaGE(config=config, n_clusters=data.n_classes, random_state=seed)
+    with pytest.raises(Resolved) as resolved:
+        estimator._fit(rows, split=split)
+    assert read == [n_train, n_train]  # every training row, not a sample, on both paths
+    assert resolved.value.args[0] == run_config

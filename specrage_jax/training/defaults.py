@@ -161,10 +161,15 @@ def hidden_widths(n_train: int) -> tuple[int, ...]:
     n x width^2, so from 1,500 rows the nets narrow to 256-256-128 to keep a fit on 3,000 rows
     under a minute on 2 CPU cores; mini-batch training (larger sets) goes back to 512-512-256,
     and the paper's 1024-1024-512 from 50,000 rows on."""
+    return widths_by_rows(n_train)[0]
+
+
+def widths_by_rows(n_train: int) -> tuple[tuple[int, ...], str]:
+    """(widths, the band of training rows that chose them) of :func:`hidden_widths`."""
     for below, widths in WIDTHS_BY_ROWS:
         if n_train < below:
-            return widths
-    return LARGE_WIDTHS
+            return widths, f"fewer than {below} rows"
+    return LARGE_WIDTHS, f"{WIDTHS_BY_ROWS[-1][0]} rows or more"
 
 
 def epoch_steps(n_train: int, batch_rows: int) -> int:
@@ -340,17 +345,15 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             ),
         )
     if model.view_hidden == AUTO_WIDTHS:
+        widths, band = widths_by_rows(shape.n_train)
         model = dataclasses.replace(
             model,
             view_hidden=choose(
                 "model.view_hidden",
-                hidden_widths(shape.n_train),
+                widths,
                 f"{shape.n_train} training rows; 512-512-256 below 1500, 256-256-128 while the whole set is one "
                 f"batch (a step grows with n x width^2), 512-512-256 with mini-batches, 1024-1024-512 from 50000",
-                next(
-                    (f"fewer than {below} rows" for below, _ in WIDTHS_BY_ROWS if shape.n_train < below),
-                    f"{WIDTHS_BY_ROWS[-1][0]} rows or more",
-                ),
+                band,
             ),
         )
     if model.output_rows == AUTO:
