@@ -281,7 +281,7 @@ def task_specrage(p: dict) -> dict:
     start = time.perf_counter()
     data = open_views_memmap(p["data"])
     n, m = data.n, p["batch_size"]
-    graph = GraphConfig(n_neighbors=p["n_neighbors"])
+    graph = GraphConfig(n_neighbors=p["n_neighbors"], degree_normalization="none")
     rng = np.random.default_rng(p["seed"])
     sample = data.rows(np.sort(rng.choice(n, size=min(n, graph.scale_sample_batches * m), replace=False)))
     scales = estimate_view_scales(sample, graph, m, seed=p["seed"])

@@ -582,8 +582,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     global REF
     REF = PairedRef(2048, calls=2)
     m, k = args.batch_size, args.k
-    model_cfg = ModelConfig(n_components=k)
-    graph = GraphConfig(n_neighbors=30, scale_mode="global")
+    model_cfg = ModelConfig(n_components=k, view_hidden=(1024, 1024, 512))
+    graph = GraphConfig(n_neighbors=30, scale_mode="global", degree_normalization="none")
     results: dict[str, Any] = {"machine": info, "args": vars(args), "cases": {}, "profile": {}}
     for case in args.cases:
         dims = CASES[case]

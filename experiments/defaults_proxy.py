@@ -107,7 +107,7 @@ def resolved_fit(data: MultiViewData, paper: bool, seed: int) -> ResolvedFit:
     rows_fit = fit_rows(data, paper, seed)
     views = [np.asarray(v)[rows_fit] if not sp.issparse(v) else v[rows_fit] for v in data.views]
     k = data.n_classes
-    config = ExperimentConfig.auto()
+    config = ExperimentConfig()
     train_idx, val_idx = pipeline.validation_split(len(rows_fit), seed, config.data.val_fraction)
     train = pipeline.select_rows(views, train_idx)
     val = pipeline.select_rows(views, val_idx)

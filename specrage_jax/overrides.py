@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from specrage_jax.config import ExperimentConfig
+from specrage_jax.presets import PRESET_BASE
 
 
 def _parse_value(text: str, annotation: Any) -> Any:
@@ -85,8 +86,10 @@ def config_to_dict(config: ExperimentConfig) -> dict[str, Any]:
 def section_from_dict(cls: type, values: dict[str, Any], *, section: str = "") -> Any:
     """One config section rebuilt from :func:`config_to_dict` output (lists back to tuples).
 
-    Fields missing from ``values`` take their defaults (a record written before a field existed
-    still loads); an unknown field is an error.
+    Fields missing from ``values`` (a record written before the field existed) take the value
+    that behaves as the code that wrote it did: the presets' fixed base (:data:`PRESET_BASE`) for
+    the settings ``ExperimentConfig()`` leaves to the data or turns on, else the default. An
+    unknown field is an error.
 
     Raises:
       ValueError: naming the section and the unknown field, or the value the section rejects.
@@ -99,7 +102,8 @@ def section_from_dict(cls: type, values: dict[str, Any], *, section: str = "") -
     if unknown:
         raise ValueError(f"config section {name!r}: unknown fields {unknown}; known: {', '.join(hints)}")
     kwargs = {key: tuple(value) if isinstance(value, list) else value for key, value in values.items()}
-    return cls(**kwargs)
+    before_the_field = {key: value for key, value in PRESET_BASE.get(section, {}).items() if key in hints}
+    return cls(**{**before_the_field, **kwargs})
 
 
 def config_from_dict(values: dict[str, Any]) -> ExperimentConfig:

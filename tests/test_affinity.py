@@ -17,6 +17,7 @@ from specrage_jax.ops.affinity import (
     pairwise_sq_distances,
     symmetrize,
 )
+from tests.fixed_sections import fixed_graph
 
 
 def reference_affinity(
@@ -175,16 +176,15 @@ def test_property_symmetric_nonnegative(x, data, how):
 
 
 def test_complete_batches_are_degree_normalized_only_where_the_graph_config_says():
-    from specrage_jax.config import GraphConfig
     from specrage_jax.ops.affinity import degree_normalized_affinities
     from specrage_jax.ops.objective import batch_affinities
 
     rng = np.random.default_rng(3)
     codes = [jnp.asarray(rng.normal(size=(24, 3)), jnp.float32), jnp.asarray(rng.normal(size=(24, 2)), jnp.float32)]
     scales = jnp.ones((2,))
-    plain = np.asarray(batch_affinities(codes, scales, GraphConfig(n_neighbors=4, scale_mode="batch")))
+    plain = np.asarray(batch_affinities(codes, scales, fixed_graph(n_neighbors=4, scale_mode="batch")))
     scaled = np.asarray(
-        batch_affinities(codes, scales, GraphConfig(n_neighbors=4, scale_mode="batch", degree_normalization="samples"))
+        batch_affinities(codes, scales, fixed_graph(n_neighbors=4, scale_mode="batch", degree_normalization="samples"))
     )
     # the formula itself: tests/test_incomplete_training.py; here, that complete batches are routed to it
     np.testing.assert_allclose(scaled, np.asarray(degree_normalized_affinities(jnp.asarray(plain))), rtol=1e-6)
@@ -194,6 +194,6 @@ def test_complete_batches_are_degree_normalized_only_where_the_graph_config_says
     assert degrees.std() / degrees.mean() > 0.05
     assert scaled_degrees.std() / scaled_degrees.mean() < degrees.std() / degrees.mean()  # 0.34 -> 0.17 here
     with pytest.raises(ValueError, match="'auto' is resolved by SpecRaGE.fit"):
-        batch_affinities(codes, scales, GraphConfig(n_neighbors=4, scale_mode="batch", degree_normalization="auto"))
+        batch_affinities(codes, scales, fixed_graph(n_neighbors=4, scale_mode="batch", degree_normalization="auto"))
     with pytest.raises(ValueError, match="degree_normalization"):
-        GraphConfig(degree_normalization="rows")
+        fixed_graph(degree_normalization="rows")

@@ -19,12 +19,7 @@ from specrage_jax.api.pipeline import load_pipeline, save_inference_model
 from specrage_jax.cli import main
 from specrage_jax.config import (
     AutoencoderConfig,
-    DataConfig,
-    ExperimentConfig,
-    GraphConfig,
-    ModelConfig,
     OrthoConfig,
-    TrainConfig,
 )
 from specrage_jax.data import apply_view_scalers, fit_view_scalers, load_dataset
 from specrage_jax.nets.embed import embed
@@ -42,9 +37,10 @@ from specrage_jax.training.checkpoint_files import (
 from specrage_jax.training.loop import train_loop
 from specrage_jax.training.pretrained import PretrainedNets
 from specrage_jax.training.stages import encode_views
+from tests.fixed_sections import fixed_data, fixed_experiment, fixed_graph, fixed_model, fixed_train
 
-MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
-GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")
+MODEL = fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
+GRAPH = fixed_graph(n_neighbors=5, scale_mode="batch")
 
 
 def clustered_views(n: int, seed: int) -> list[np.ndarray]:
@@ -64,7 +60,7 @@ def small_state():
     return jax.tree.map(jnp.array, _BASE_STATE)
 
 
-TRAIN = TrainConfig(epochs=4, batch_size=32, progress=False)
+TRAIN = fixed_train(epochs=4, batch_size=32, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +260,7 @@ def test_cli_embed_equals_in_process_embedding(tmp_path, capsys, trained, autoen
     if autoencoder:
         scaled = apply_view_scalers(scalers, train_rows)
         aes = tuple(train_autoencoder(x, ae_config, seed=v) for v, x in enumerate(scaled))
-    config = ExperimentConfig(model=MODEL, graph=GRAPH, autoencoder=ae_config)
+    config = fixed_experiment(model=MODEL, graph=GRAPH, autoencoder=ae_config)
     save_inference_model(
         tmp_path / "run" / "model",
         state,
@@ -352,7 +348,7 @@ def test_saved_pipeline_reapplies_row_normalization(tmp_path, trained):
     state, _ = trained
     data = load_dataset("blobs", seed=0)
     scalers = fit_view_scalers([v[:400] for v in data.views], "standard_l2")
-    config = ExperimentConfig(model=MODEL, graph=GRAPH, data=DataConfig(preprocess="standard_l2"))
+    config = fixed_experiment(model=MODEL, graph=GRAPH, data=fixed_data(preprocess="standard_l2"))
     save_inference_model(
         tmp_path / "run" / "model",
         state,

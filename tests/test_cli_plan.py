@@ -103,9 +103,9 @@ def test_help_shows_the_values_a_named_dataset_trains_with(capsys):
         main(["train", "--dataset", "file:mine.npz", "--help"])
     assert "graph.n_neighbors = chosen from the data" in capsys.readouterr().out
     assert build_parser().format_help().startswith("usage: specrage")  # builds without a dataset too
-    plain = config_help(None)  # what runs when nothing is set: the data-aware defaults
-    assert "the data-aware defaults" in plain and "as --dataset" not in plain
+    plain = config_help(None)  # what runs when nothing is set: ExperimentConfig()
+    assert "the defaults (ExperimentConfig())" in plain and "as --dataset" not in plain
     assert (
         "graph.n_neighbors = chosen from the data" in plain and "train.steps_per_epoch = chosen from the data" in plain
     )
-    assert f"model.temperature = {ExperimentConfig.auto().model.temperature}" in plain
+    assert f"model.temperature = {ExperimentConfig().model.temperature}" in plain

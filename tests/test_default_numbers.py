@@ -36,11 +36,11 @@ def first_number(text: str) -> float:
 
 
 def code_value(name: str, module: str) -> object:
-    """The value the table's row names: a module constant, a DataConfig default or an auto() field."""
+    """The value the table's row names: a module constant, a DataConfig default or an ExperimentConfig() field."""
     if module == "config.DataConfig":
         return getattr(DataConfig(), name)
-    if module == "config.ExperimentConfig.auto()":
-        auto = ExperimentConfig.auto()
+    if module == "config.ExperimentConfig()":
+        auto = ExperimentConfig()
         return next(getattr(section, name) for section in (auto.model, auto.graph) if hasattr(section, name))
     return getattr(importlib.import_module(f"specrage_jax.{module}"), name)
 

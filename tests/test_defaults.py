@@ -22,7 +22,6 @@ from specrage_jax.config import (
     VIEW_NETS_UNTIL_STALL,
     ExperimentConfig,
     GraphConfig,
-    ModelConfig,
     OrthoConfig,
 )
 from specrage_jax.data.loaders import load_mat
@@ -81,6 +80,7 @@ from specrage_jax.training.steps import (
     full_batch_step,
     train_step,
 )
+from tests.fixed_sections import FIXED, fixed_graph, fixed_model
 
 DEVSUITE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "devsuite"
 
@@ -444,13 +444,13 @@ def test_resolution_adds_a_direction_where_it_chose_a_sparse_graph_in_doubt():
     x, _ = clustered(300, 4, 6, seed=1, spread=3.0)
     x = x + ((np.arange(300) // 4) % 2)[:, None] * np.eye(6)[0]
     noisy = x[:, ::-1] + 0.5 * np.random.default_rng(1).standard_normal(x.shape)
-    config, chosen = resolve_defaults(ExperimentConfig.auto(), _shape([x, noisy], 4))
+    config, chosen = resolve_defaults(ExperimentConfig(), _shape([x, noisy], 4))
     assert config.graph.n_neighbors == 10 and config.model.n_components >= 5
     assert chosen["graph.n_neighbors"]["rule"] == "agreeing views" and "share" in chosen["graph.n_neighbors"]["why"]
     assert chosen["model.n_components"]["rule"] == "sparse graph in doubt"
     assert "sparser than the dense graph" in chosen["model.n_components"]["why"]
     tight, _ = clustered(300, 4, 6, seed=4, spread=0.3)  # the sparse graphs fall into 4 components
-    config, _ = resolve_defaults(ExperimentConfig.auto(), _shape([tight, tight[:, ::-1]], 4))
+    config, _ = resolve_defaults(ExperimentConfig(), _shape([tight, tight[:, ::-1]], 4))
     assert config.graph.n_neighbors < 30 and config.model.n_components == 4
 
 
@@ -460,7 +460,7 @@ def _shape(views, k, **kw):
 
 def test_resolution_records_every_choice_and_its_reason():
     x, _ = clustered(200, 4, 6, seed=4)
-    config, chosen = resolve_defaults(dataclasses.replace(ExperimentConfig.auto()), _shape([x, x[:, ::-1]], 4))
+    config, chosen = resolve_defaults(dataclasses.replace(ExperimentConfig()), _shape([x, x[:, ::-1]], 4))
     assert config.unresolved_fields() == []
     assert set(chosen) == {
         "train.batch_size",
@@ -486,7 +486,7 @@ def test_resolution_records_every_choice_and_its_reason():
 def test_explicit_values_win_and_presets_are_untouched():
     x, _ = clustered(200, 4, 6, seed=4)
     explicit = apply_overrides(
-        ExperimentConfig.auto(),
+        ExperimentConfig(),
         ["graph.n_neighbors=7", "train.batch_size=64", "model.view_hidden=(32,)", "model.n_components=3"],
     )
     config, chosen = resolve_defaults(explicit, _shape([x], 4))
@@ -502,16 +502,16 @@ def test_explicit_values_win_and_presets_are_untouched():
 
 def test_resolution_on_tiny_many_class_and_one_view_data():
     x, _ = clustered(12, 3, 4, seed=5)
-    config, _ = resolve_defaults(ExperimentConfig.auto(), _shape([x], 3))
+    config, _ = resolve_defaults(ExperimentConfig(), _shape([x], 3))
     assert config.train.batch_size == 12 and 1 <= config.graph.n_neighbors < 12
     many, _ = clustered(400, 40, 8, seed=6)  # 40 classes of 10 rows
-    config, chosen = resolve_defaults(ExperimentConfig.auto(), _shape([many, many * 2.0], 40))
+    config, chosen = resolve_defaults(ExperimentConfig(), _shape([many, many * 2.0], 40))
     assert config.graph.n_neighbors <= 8  # below a class's size: at 30, most would lie in other classes
     assert config.model.n_components == 40 and "model.n_components" in chosen  # many clusters: k
     assert config.graph.degree_normalization == "samples"  # many small clusters: the normalized cut
     assert "40 clusters" in chosen["graph.degree_normalization"]["why"]
     sampled = _shape([many[:100]], 40, n_train=50_000)  # a sample standing for many rows
-    config, _ = resolve_defaults(ExperimentConfig.auto(), sampled)
+    config, _ = resolve_defaults(ExperimentConfig(), sampled)
     assert config.train.batch_size == 4096 and config.data.graph_inputs == "model"
     assert config.train.view_net_steps == 0  # mini-batch steps: the view nets train throughout
 
@@ -523,7 +523,7 @@ def test_graphs_are_degree_normalized_only_for_many_clusters(n_clusters, expecte
 
 def test_an_explicit_degree_normalization_stays_with_many_clusters():
     many, _ = clustered(400, 40, 8, seed=6)
-    explicit = apply_overrides(ExperimentConfig.auto(), ["graph.degree_normalization=none"])
+    explicit = apply_overrides(ExperimentConfig(), ["graph.degree_normalization=none"])
     config, chosen = resolve_defaults(explicit, _shape([many, many * 2.0], 40))
     assert config.graph.degree_normalization == "none" and "graph.degree_normalization" not in chosen
 
@@ -563,7 +563,7 @@ def test_the_batch_doubles_until_its_graph_splits_as_cleanly_as_complete_samples
 def test_a_preset_batch_grows_where_views_are_missing_and_the_record_says_why():
     x, _ = clustered(600, 3, 5, seed=11)
     views = with_missing_views([x, x[:, ::-1] * 2.0], 0.5, seed=12)
-    explicit = apply_overrides(ExperimentConfig(), ["train.batch_size=64", "graph.n_neighbors=10"])
+    explicit = apply_overrides(FIXED, ["train.batch_size=64", "graph.n_neighbors=10"])
     config, chosen = resolve_defaults(explicit, _shape(views, 3))
     assert config.train.batch_size in (64, 128, 256) and "views are missing" in chosen["train.batch_size"]["why"]
     fixed = apply_overrides(explicit, ["train.missing_view_batch_growth=1"])
@@ -577,7 +577,7 @@ def test_a_grown_batch_keeps_the_steps_of_one_pass_at_the_configured_batch(monke
     x, _ = clustered(1000, 3, 5, seed=9)
     views = with_missing_views([x, x * 2.0], 0.5, seed=10)
     monkeypatch.setattr(data_rules, "batch_for_missing_views", lambda *a, **k: (400, 1.5, {100: 0.5, 400: 2.0}))
-    explicit = apply_overrides(ExperimentConfig(), ["train.batch_size=100", "graph.n_neighbors=10", "train.epochs=3"])
+    explicit = apply_overrides(FIXED, ["train.batch_size=100", "graph.n_neighbors=10", "train.epochs=3"])
     config, chosen = resolve_defaults(explicit, _shape(views, 3))
     assert (config.train.batch_size, config.train.steps_per_epoch, config.train.epochs) == (400, 10, 3)
     assert "as many steps as on complete data" in chosen["train.steps_per_epoch"]["why"]
@@ -592,15 +592,15 @@ def test_a_grown_batch_keeps_the_steps_of_one_pass_at_the_configured_batch(monke
 def test_an_epoch_is_the_same_work_whether_the_epochs_are_set_or_resolved():
     x, _ = clustered(300, 3, 5, seed=9)
     shape = _shape([x, x * 2.0], 3)
-    resolved, chosen = resolve_defaults(ExperimentConfig.auto(), shape)
-    assert "train.steps_per_epoch" in ExperimentConfig.auto().unresolved_fields()
+    resolved, chosen = resolve_defaults(ExperimentConfig(), shape)
+    assert "train.steps_per_epoch" in ExperimentConfig().unresolved_fields()
     assert (resolved.train.epochs, resolved.train.steps_per_epoch) == (40, 10)  # one batch: 10 steps an epoch
     assert chosen["train.steps_per_epoch"]["rule"] == "fewest steps"
-    set_epochs = apply_overrides(ExperimentConfig.auto(), ["train.epochs=5"])
+    set_epochs = apply_overrides(ExperimentConfig(), ["train.epochs=5"])
     config, chosen = resolve_defaults(set_epochs, shape)
     assert (config.train.epochs, config.train.steps_per_epoch) == (5, 10) and "train.epochs" not in chosen
     # copying the printed choices back in trains the same steps
-    copied = apply_overrides(ExperimentConfig.auto(), [f"train.epochs={resolved.train.epochs}"])
+    copied = apply_overrides(ExperimentConfig(), [f"train.epochs={resolved.train.epochs}"])
     again = resolve_defaults(copied, shape)[0].train
     assert again.epochs * again.steps_per_epoch == resolved.train.epochs * resolved.train.steps_per_epoch == 400
     one_pass = apply_overrides(set_epochs, ["train.steps_per_epoch=0"])  # 0: one pass, as in ExperimentConfig()
@@ -620,7 +620,7 @@ def test_embedding_rows_go_to_unit_norm_where_views_are_missing_unless_set():
     x, _ = clustered(300, 3, 5, seed=13)
     complete = [x, x[:, ::-1] * 2.0]
     incomplete = _shape(with_missing_views(complete, 0.3, seed=14), 3)
-    config = apply_overrides(ExperimentConfig(), ["graph.n_neighbors=10", "train.missing_view_batch_growth=1"])
+    config = apply_overrides(FIXED, ["graph.n_neighbors=10", "train.missing_view_batch_growth=1"])
     assert config.model.output_rows == "auto" and "model.output_rows" in config.unresolved_fields()
     resolved, chosen = resolve_defaults(config, incomplete)
     assert resolved.model.output_rows == "unit" and "views are missing" in chosen["model.output_rows"]["why"]
@@ -640,7 +640,7 @@ def test_siamese_positives_are_joint_where_all_views_together_split_the_samples_
     noise = np.random.default_rng(22).standard_normal((600, 50)).astype(np.float32)  # a view of no use
     assert ExperimentConfig().siamese.positives == "own"  # the rule is opt-in
     config = apply_overrides(
-        ExperimentConfig(), ["graph.n_neighbors=10", "train.missing_view_batch_growth=1", "siamese.positives=auto"]
+        FIXED, ["graph.n_neighbors=10", "train.missing_view_batch_growth=1", "siamese.positives=auto"]
     )
     assert not config.siamese.enabled
     weak = _shape(with_missing_views([noise, x], 0.5, seed=23), 3)
@@ -669,7 +669,7 @@ def test_joint_positives_need_enough_samples_with_every_view():
     views = with_missing_views([noise, x], 0.9, seed=26)  # few complete samples: fewer than l + 1 per cluster
     assert joint_split_scores(views, 3, 60, 5) == (-math.inf, -math.inf)
     config = apply_overrides(
-        ExperimentConfig(), ["graph.n_neighbors=5", "train.missing_view_batch_growth=1", "siamese.positives=auto"]
+        FIXED, ["graph.n_neighbors=5", "train.missing_view_batch_growth=1", "siamese.positives=auto"]
     )
     resolved, chosen = resolve_defaults(config, _shape(views, 3))
     assert resolved.siamese.positives == "own" and not resolved.siamese.enabled
@@ -681,7 +681,7 @@ def test_joint_positives_need_enough_samples_with_every_view():
 def test_edge_list_loss_equals_the_dense_loss():
     rng = np.random.default_rng(7)
     views = tuple(jnp.asarray(rng.standard_normal((40, 3)), jnp.float32) for _ in range(2))
-    affinities = batch_affinities(views, jnp.ones(2), GraphConfig(n_neighbors=5, scale_mode="batch"))
+    affinities = batch_affinities(views, jnp.ones(2), fixed_graph(n_neighbors=5, scale_mode="batch"))
     graph = edge_graph(affinities)
     y = jnp.asarray(rng.standard_normal((40, 4)), jnp.float32)
     alpha = jax.nn.softmax(jnp.asarray(rng.standard_normal((40, 2)), jnp.float32))
@@ -696,12 +696,12 @@ def test_edge_list_loss_equals_the_dense_loss():
 def test_full_batch_step_equals_train_step_on_the_same_batch(through):
     rng = np.random.default_rng(8)
     views = tuple(jnp.asarray(rng.standard_normal((48, 5)), jnp.float32) for _ in range(2))
-    graph = GraphConfig(n_neighbors=5)
+    graph = fixed_graph(n_neighbors=5)
 
     def make():
         return create_state(
             [5, 5],
-            ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,)),
+            fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,)),
             graph,
             OrthoConfig(grad_through_r_inv=through),
             learning_rate=1e-3,
@@ -729,11 +729,11 @@ def test_a_whole_set_epoch_is_its_steps_one_after_another():
     full_batch_step calls end: same parameters, R^-1 and per-step losses and view weights."""
     rng = np.random.default_rng(9)
     views = tuple(jnp.asarray(rng.standard_normal((40, 4)), jnp.float32) for _ in range(2))
-    graph = GraphConfig(n_neighbors=5)
+    graph = fixed_graph(n_neighbors=5)
     batch = Batch(views=views, affinities=edge_graph(batch_affinities(views, jnp.ones(2), graph)))
 
     def make():
-        model = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
+        model = fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
         return create_state([4, 4], model, graph, OrthoConfig(), learning_rate=1e-2, seed=0, view_scales=[1.0, 1.0])
 
     stepped, losses, weights = make(), [], []

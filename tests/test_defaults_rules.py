@@ -24,7 +24,7 @@ def test_saved_partitions_score_the_choice_the_library_makes(data_dir, tmp_path)
     data, paper = proxy.load_named("WebKB", data_dir, 0)
     parts = proxy.dataset_partitions(data, paper, 0)
     labels = parts["labels"]
-    train_rows, _ = validation_split(data.n_samples, 0, ExperimentConfig.auto().data.val_fraction)
+    train_rows, _ = validation_split(data.n_samples, 0, ExperimentConfig().data.val_fraction)
     assert not paper and np.array_equal(labels, data.labels[train_rows])  # WebKB: one batch, every training row
     settings = [key for key in parts if key.count("|") == 3]
     assert {int(key.split("|")[1]) for key in settings} == {5, 8, 10, 12, 15, 20, 30}

@@ -7,21 +7,22 @@ import jax
 import numpy as np
 import pytest
 
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
+from specrage_jax.config import OrthoConfig
 from specrage_jax.nets.state import create_state
 from specrage_jax.training.batches import batch_indices
 from specrage_jax.training.device_epoch import put_training_data, train_epoch_on_device
 from specrage_jax.training.loop import train_loop
+from tests.fixed_sections import fixed_graph, fixed_model, fixed_train
 from tests.test_train import clustered_views
 
-MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
+MODEL = fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
 
 
 def state(through: bool = True):
     return create_state(
         [2, 2],
         MODEL,
-        GraphConfig(n_neighbors=5),
+        fixed_graph(n_neighbors=5),
         OrthoConfig(grad_through_r_inv=through),
         learning_rate=1e-3,
         seed=0,
@@ -55,10 +56,10 @@ def test_fit_on_device_follows_the_host_loop(through: bool, missing: bool) -> No
     train, val = clustered_views(300, 0), clustered_views(60, 1)
     if missing:  # incomplete data: the mask travels with the data into the scanned epoch
         train, val = with_missing_views(train, 2), with_missing_views(val, 3)
-    config = TrainConfig(epochs=3, batch_size=64, progress=False)
+    config = fixed_train(epochs=3, batch_size=64, progress=False)
     host, h_host = train_loop(state(through), train, val, config, seed=5)
     dev, h_dev = train_loop(
-        state(through), train, val, TrainConfig(epochs=3, batch_size=64, progress=False, data_on_device=True), seed=5
+        state(through), train, val, fixed_train(epochs=3, batch_size=64, progress=False, data_on_device=True), seed=5
     )
     assert max_abs_diff(host.params, dev.params) < 1e-5
     assert max_abs_diff(host.r_inv, dev.r_inv) < 1e-5
@@ -102,6 +103,6 @@ def test_streamed_views_are_refused(tmp_path) -> None:
             state(),
             streamed,
             clustered_views(40, 1),
-            TrainConfig(epochs=1, batch_size=64, progress=False, data_on_device=True),
+            fixed_train(epochs=1, batch_size=64, progress=False, data_on_device=True),
             seed=0,
         )

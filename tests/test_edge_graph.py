@@ -11,7 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from specrage_jax.config import GraphConfig
 from specrage_jax.ops.affinity import knn_gaussian_neighbors
 from specrage_jax.ops.objective import (
     EdgeGraph,
@@ -21,6 +20,7 @@ from specrage_jax.ops.objective import (
     reads_as_edges,
     spectral_objective,
 )
+from tests.fixed_sections import fixed_graph
 
 M = 120
 
@@ -48,7 +48,7 @@ def test_edge_lists_give_the_dense_graphs_loss_and_gradient(
     batch, symmetrize, weights_in_affinity, mass_normalized, include_self, scale_mode
 ):
     codes, y, alpha, scales = batch
-    graph = GraphConfig(
+    graph = fixed_graph(
         n_neighbors=10,
         symmetrize=symmetrize,
         weights_in_affinity=weights_in_affinity,
@@ -90,8 +90,8 @@ def test_the_neighbour_weights_are_the_gaussian_of_each_rows_nearest_rows(batch)
 def test_dense_graphs_where_edge_lists_would_differ(batch, change, masked):
     """The union of kNN graphs, degree-normalized graphs and batches with missing views keep the dense form."""
     codes, _, _, scales = batch
-    graph = GraphConfig(n_neighbors=10, **change)
+    graph = fixed_graph(n_neighbors=10, **change)
     mask = jnp.ones((M, 2), bool).at[:10, 1].set(False) if masked else None
     assert not reads_as_edges(graph, mask)
     assert batch_graph(codes, scales, graph, mask).shape == (2, M, M)
-    assert isinstance(batch_graph(codes, scales, GraphConfig(n_neighbors=10), None), EdgeGraph)
+    assert isinstance(batch_graph(codes, scales, fixed_graph(n_neighbors=10), None), EdgeGraph)

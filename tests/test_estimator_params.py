@@ -36,7 +36,7 @@ def blobs():
 
 def test_every_config_field_without_a_named_parameter_is_a_nested_parameter():
     params = SpecRaGE().get_params(deep=True)
-    config = ExperimentConfig.auto()
+    config = ExperimentConfig()
     named = set(NAMED_FIELDS.values())
     for section in dataclasses.fields(config):
         values = getattr(config, section.name)
@@ -73,7 +73,7 @@ def test_set_params_builds_new_frozen_configs_and_clone_round_trips():
     est = SpecRaGE(n_clusters=3).set_params(config__graph__bandwidth_factor=1.0, config__model__fusion="average")
     first = est.config
     assert first.graph.bandwidth_factor == 1.0 and first.model.fusion == "average"
-    assert first.graph.n_neighbors == ExperimentConfig.auto().graph.n_neighbors  # the rest: the defaults
+    assert first.graph.n_neighbors == ExperimentConfig().graph.n_neighbors  # the rest: the defaults
     est.set_params(config__graph__scale_sample_batches=np.int64(7))  # a parameter grid's NumPy scalar
     assert est.config.graph.scale_sample_batches == 7 and type(est.config.graph.scale_sample_batches) is int
     assert first.graph.scale_sample_batches == 8  # the earlier config is untouched (frozen; a new copy was made)

@@ -16,23 +16,22 @@ import pytest
 from specrage_jax.config import (
     VIEW_NETS_UNTIL_STALL,
     ExperimentConfig,
-    GraphConfig,
-    ModelConfig,
     OrthoConfig,
-    TrainConfig,
 )
 from specrage_jax.nets.state import create_state, in_view_nets
 from specrage_jax.training.batches import whole_set_batch
 from specrage_jax.training.checkpoint import TrainingCheckpointer
+from specrage_jax.training.defaults import resolve_epoch_settings
 from specrage_jax.training.loop import train_loop, view_nets_frozen
 from specrage_jax.training.schedule import stalls
 from specrage_jax.training.steps import Batch, frozen_view_outputs, full_batch_epoch, train_step
+from tests.fixed_sections import FIXED, fixed_graph, fixed_model, fixed_train
 
-GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")
+GRAPH = fixed_graph(n_neighbors=5, scale_mode="batch")
 
 
 def small_state(fusion: str = "weighting", learning_rate: float = 1e-2):
-    model = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0, fusion=fusion)
+    model = fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0, fusion=fusion)
     return create_state([2, 3], model, GRAPH, OrthoConfig(), learning_rate=learning_rate, seed=0)
 
 
@@ -94,7 +93,7 @@ def test_the_whole_set_path_on_cached_outputs_takes_the_per_batch_frozen_step():
 )  # the whole set as one batch; mini-batches gathered on the host, and as one compiled epoch
 def test_the_loop_freezes_the_view_nets_after_the_configured_steps(batch_size, on_device):
     train, val = clustered_views(60, 2), clustered_views(30, 3)
-    base = TrainConfig(
+    base = fixed_train(
         epochs=2,
         batch_size=batch_size,
         steps_per_epoch=4,
@@ -118,7 +117,7 @@ def test_the_loop_freezes_the_view_nets_after_the_configured_steps(batch_size, o
 
 def test_a_fusion_without_parameters_stops_when_the_view_nets_freeze():
     train, val = clustered_views(60, 2), clustered_views(30, 3)
-    config = TrainConfig(
+    config = fixed_train(
         epochs=5, batch_size=60, steps_per_epoch=4, view_net_steps=8, learning_rate=1e-2, min_lr=1e-9, progress=False
     )
     _, history = train_loop(small_state("average"), train, val, config, seed=0)
@@ -127,20 +126,28 @@ def test_a_fusion_without_parameters_stops_when_the_view_nets_freeze():
 
 
 def test_the_data_aware_defaults_leave_the_freeze_to_the_data_and_the_presets_do_not_freeze():
-    assert "train.view_net_steps" in ExperimentConfig.auto().unresolved_fields()
-    assert ExperimentConfig().train.view_net_steps == 0
+    assert "train.view_net_steps" in ExperimentConfig().unresolved_fields()
+    assert FIXED.train.view_net_steps == 0
     with pytest.raises(ValueError, match="view_net_steps"):
-        TrainConfig(view_net_steps=-3)
+        fixed_train(view_net_steps=-3)
     with pytest.raises(ValueError, match="view_net_patience"):
-        TrainConfig(view_net_patience=0)
+        fixed_train(view_net_patience=0)
     with pytest.raises(ValueError, match="view_net_min_delta"):
-        TrainConfig(view_net_min_delta=0.0)
+        fixed_train(view_net_min_delta=0.0)
+    # left to the data, the loop resolves the freeze from the rows and the batch, as the defaults do
+    assert resolve_epoch_settings(fixed_train(view_net_steps=-1), 60, 60).view_net_steps == VIEW_NETS_UNTIL_STALL
+    assert resolve_epoch_settings(fixed_train(view_net_steps=-1), 60, 30).view_net_steps == 0
+    assert resolve_epoch_settings(fixed_train(steps_per_epoch=-1), 60, 30).steps_per_epoch == 10  # the fewest
+    assert resolve_epoch_settings(fixed_train(steps_per_epoch=-1), 600, 30).steps_per_epoch == 20  # one pass
     train, val = clustered_views(60, 2), clustered_views(30, 3)
-    with pytest.raises(ValueError, match="train.view_net_steps=-1 means 'resolved from the data'"):
-        train_loop(small_state(), train, val, TrainConfig(epochs=1, view_net_steps=-1, progress=False), seed=0)
+    config = fixed_train(
+        epochs=1, batch_size=30, view_net_steps=-1, steps_per_epoch=-1, learning_rate=1e-2, progress=False
+    )
+    _, history = train_loop(small_state(), train, val, config, seed=0)
+    assert history.steps == 10
 
 
-UNTIL_STALL = TrainConfig(
+UNTIL_STALL = fixed_train(
     epochs=8,
     batch_size=60,
     steps_per_epoch=4,
@@ -208,7 +215,7 @@ def test_until_stall_a_resumed_run_freezes_where_the_uninterrupted_run_did(tmp_p
     train, val = clustered_views(60, 2), clustered_views(30, 3)
     full, history = train_loop(small_state(learning_rate=config.learning_rate), train, val, config, seed=0)
     first_frozen = first_stalled_epoch([r.val_loss for r in history.epochs], config.view_net_min_delta) + 1
-    model = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
+    model = fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
     with TrainingCheckpointer(tmp_path / "ck", every_epochs=1, keep=10, model_config=model) as ckpt:
         train_loop(small_state(learning_rate=config.learning_rate), train, val, config, seed=0, checkpointer=ckpt)
         restored = ckpt.restore(first_frozen + 1, small_state(learning_rate=config.learning_rate))

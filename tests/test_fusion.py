@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from specrage_jax.config import FUSIONS, GraphConfig, ModelConfig, OrthoConfig, TrainConfig
+from specrage_jax.config import FUSIONS, OrthoConfig
 from specrage_jax.data import make_blobs_views
 from specrage_jax.nets.model import SpecRaGENet
 from specrage_jax.nets.state import create_state
 from specrage_jax.training.loop import train_loop
+from tests.fixed_sections import fixed_graph, fixed_model, fixed_train
 
 DIMS = (5, 3)
-SMALL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
+SMALL = fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
 
 
 def views(n: int = 12, seed: int = 0) -> list[jax.Array]:
@@ -77,7 +78,7 @@ def test_learnable_fusions_train_to_a_finite_orthogonal_embedding(fusion: str) -
     state = create_state(
         data.view_dims,
         model,
-        GraphConfig(n_neighbors=10, scale_mode="batch"),
+        fixed_graph(n_neighbors=10, scale_mode="batch"),
         OrthoConfig(),
         learning_rate=1e-3,
         seed=0,
@@ -86,7 +87,7 @@ def test_learnable_fusions_train_to_a_finite_orthogonal_embedding(fusion: str) -
         state,
         [v[:500] for v in data.views],
         [v[500:] for v in data.views],
-        TrainConfig(epochs=3, batch_size=250, progress=False),
+        fixed_train(epochs=3, batch_size=250, progress=False),
         seed=0,
     )
     losses = [r.train_loss for r in history.epochs]

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from specrage_jax import SpecRaGE
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
+from specrage_jax.config import GraphConfig, OrthoConfig
 from specrage_jax.data.incomplete import mean_impute, remove_views_at_random
 from specrage_jax.nets.state import create_state
 from specrage_jax.ops.affinity import knn_gaussian_affinity
@@ -29,6 +29,7 @@ from specrage_jax.training.checkpoint import TrainingCheckpointer
 from specrage_jax.training.loop import train_loop
 from specrage_jax.training.steps import Batch, grad_step, ortho_step, train_step
 from tests.experiment_scripts import load_experiment
+from tests.fixed_sections import fixed_experiment, fixed_graph, fixed_model, fixed_train
 
 
 def numpy_masked_affinity(x: np.ndarray, present: np.ndarray, l: int, c: float = 2.0) -> np.ndarray:
@@ -138,8 +139,8 @@ def test_weight_regularizers_measure_against_each_samples_present_views():
     assert float(weight_balance_penalty(at_target, None)) > 0.05  # against 1/V it would be penalized
 
 
-MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
-GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch", weight_entropy=0.01)
+MODEL = fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
+GRAPH = fixed_graph(n_neighbors=5, scale_mode="batch", weight_entropy=0.01)
 
 
 def small_state(graph: GraphConfig = GRAPH):
@@ -219,7 +220,7 @@ def test_fit_builds_masks_only_for_incomplete_data():
     assert all(not x[~mask[:, v]].any() for v, x in enumerate(filled))
 
 
-TRAIN = TrainConfig(epochs=4, batch_size=32, progress=False)
+TRAIN = fixed_train(epochs=4, batch_size=32, progress=False)
 
 
 def test_fit_on_incomplete_data_trains_and_weights_missing_views_zero():
@@ -352,7 +353,7 @@ def test_exact_se_on_present_pairs_equals_the_dense_sum_of_present_graphs():
     present = np.ones((40, 2), bool)
     present[:12, 0] = False
     present[30:, 1] = False
-    graph = GraphConfig(n_neighbors=5)
+    graph = fixed_graph(n_neighbors=5)
     values, vectors = present_pairs_laplacian_eigenvectors(views, present, 3, graph)
     total = np.zeros((40, 40))
     for v, x in enumerate(views):
@@ -426,13 +427,12 @@ def test_a_run_embeds_unit_rows_where_views_are_missing_and_raw_rows_otherwise()
 def test_the_shared_training_path_names_a_sparse_view_in_either_scale_mode():
     """train_model (the estimator's and the CLI's path) checks coverage itself, so per-batch
     sigma (no global scale estimate) is refused alike."""
-    from specrage_jax.config import ExperimentConfig
     from specrage_jax.training.initial_state import train_model
 
     views = clustered_views(60, 11)
     views[0][3:] = np.nan  # view 0 on three samples
     for mode in ("batch", "global"):
-        config = ExperimentConfig(
+        config = fixed_experiment(
             model=MODEL, graph=dataclasses.replace(GRAPH, scale_mode=mode), train=dataclasses.replace(TRAIN, epochs=1)
         )
         with pytest.raises(ValueError, match=r"view 0 is present on only 3 of the 60 training rows"):
@@ -542,7 +542,7 @@ def test_missing_view_balancing_applies_only_where_views_are_missing(how):
     from specrage_jax.ops.objective import batch_affinities
 
     codes = [jnp.asarray(points(30, 3, 0)), jnp.asarray(points(30, 2, 1))]
-    graph = GraphConfig(n_neighbors=5, scale_mode="batch", missing_view_degrees="none")
+    graph = fixed_graph(n_neighbors=5, scale_mode="batch", missing_view_degrees="none")
     balanced = dataclasses.replace(graph, missing_view_degrees=how)
     scales = jnp.ones((2,))
     np.testing.assert_array_equal(batch_affinities(codes, scales, balanced), batch_affinities(codes, scales, graph))
@@ -555,9 +555,9 @@ def test_missing_view_balancing_applies_only_where_views_are_missing(how):
 
 
 def test_missing_view_degrees_defaults_to_views_and_rejects_unknown_values():
-    assert GraphConfig().missing_view_degrees == "views"
+    assert fixed_graph().missing_view_degrees == "views"
     with pytest.raises(ValueError, match="missing_view_degrees"):
-        GraphConfig(missing_view_degrees="degree")
+        fixed_graph(missing_view_degrees="degree")
     from specrage_jax.ops.objective import missing_view_balanced
 
     with pytest.raises(ValueError, match="views, samples, none; got 'degree'"):

@@ -12,21 +12,22 @@ from flax import nnx
 from sklearn.model_selection import train_test_split
 
 from specrage_jax import SpecRaGE
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.config import OrthoConfig
 from specrage_jax.data import load_dataset
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.model import SpecRaGENet
 from specrage_jax.nets.state import create_state, embed_batch
+from tests.fixed_sections import fixed_graph, fixed_model
 
 DIMS = (4, 3, 5)
-MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
+MODEL = fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
 
 
 @pytest.fixture(scope="module")
 def state():
     return create_state(
-        DIMS, MODEL, GraphConfig(n_neighbors=3), OrthoConfig(), learning_rate=1e-3, seed=0, view_scales=[1.0, 1.0, 1.0]
+        DIMS, MODEL, fixed_graph(n_neighbors=3), OrthoConfig(), learning_rate=1e-3, seed=0, view_scales=[1.0, 1.0, 1.0]
     )
 
 

@@ -14,17 +14,18 @@ import optax
 import pytest
 
 import specrage_jax
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
+from specrage_jax.config import OrthoConfig
 from specrage_jax.nets.state import SpecRaGEState, adam_optimizer, create_state
 from specrage_jax.training.checkpoint import TrainingCheckpointer, load_model, save_model
 from specrage_jax.training.checkpoint_files import CheckpointError
 from specrage_jax.training.loop import train_loop
 from specrage_jax.training.steps import Batch, grad_step, loss_and_grads, ortho_step
+from tests.fixed_sections import fixed_graph, fixed_model, fixed_train
 
-MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
-GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")
+MODEL = fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
+GRAPH = fixed_graph(n_neighbors=5, scale_mode="batch")
 ORTHO = OrthoConfig(grad_through_r_inv=False)
-EPOCHS = TrainConfig(epochs=3, batch_size=32, progress=False)
+EPOCHS = fixed_train(epochs=3, batch_size=32, progress=False)
 ADAMW = optax.adamw(1e-3, weight_decay=0.5)  # one instance: states built with it share compiled steps
 CLIPPED_ADAM = optax.chain(optax.clip_by_global_norm(1.0), optax.inject_hyperparams(optax.adam)(learning_rate=2e-3))
 
@@ -163,8 +164,8 @@ def test_a_loaded_model_takes_the_optimizer_it_is_given(tmp_path):
 @pytest.mark.parametrize(
     "train_config, name",
     [
-        (TrainConfig(epochs=0, batch_size=32), "train.epochs=0"),
-        (TrainConfig(epochs=2, batch_size=0), "train.batch_size=0"),
+        (fixed_train(epochs=0, batch_size=32), "train.epochs=0"),
+        (fixed_train(epochs=2, batch_size=0), "train.batch_size=0"),
     ],
 )
 def test_the_loop_refuses_training_settings_left_to_the_data(train_config, name):

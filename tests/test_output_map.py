@@ -15,7 +15,7 @@ import pytest
 import scipy.linalg as sl
 
 from specrage_jax import SpecRaGE
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.config import OrthoConfig
 from specrage_jax.data.preprocess import unit_rows
 from specrage_jax.nets.embed import embed, embed_outputs
 from specrage_jax.nets.state import create_state, embed_batch
@@ -26,6 +26,7 @@ from specrage_jax.training.checkpoint_files import tree_to_nested
 from specrage_jax.training.checkpoint_state import state_from_trees, state_trees
 from specrage_jax.training.output_map import fit_output_map, output_map_rows
 from specrage_jax.training.steps import Batch, rayleigh_matrices
+from tests.fixed_sections import fixed_graph, fixed_model
 from tests.simulated_devices import run_child_result
 
 K = 4
@@ -107,8 +108,8 @@ M = 48
 
 
 def small_state(output_scaling: str = "heat"):
-    model = ModelConfig(n_components=K, view_hidden=(16,), weighting_hidden=(8,), output_scaling=output_scaling)
-    return create_state(DIMS, model, GraphConfig(n_neighbors=5), OrthoConfig(), seed=0, view_scales=(2.0, 2.0))
+    model = fixed_model(n_components=K, view_hidden=(16,), weighting_hidden=(8,), output_scaling=output_scaling)
+    return create_state(DIMS, model, fixed_graph(n_neighbors=5), OrthoConfig(), seed=0, view_scales=(2.0, 2.0))
 
 
 def small_views(n: int = M, seed: int = 1) -> tuple[np.ndarray, ...]:
@@ -227,14 +228,15 @@ def test_the_estimator_scales_by_default_and_not_with_none() -> None:
 MESH_CHILD = """
 import json
 import jax, numpy as np
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.config import OrthoConfig
 from specrage_jax.nets.state import create_state
 from specrage_jax.training import sharding as sh
 from specrage_jax.training.output_map import fit_output_map
+from tests.fixed_sections import fixed_graph, fixed_model
 
 assert jax.device_count() == 2, jax.devices()
-model = ModelConfig(n_components=4, view_hidden=(16,), weighting_hidden=(8,))
-state = create_state((6, 5), model, GraphConfig(n_neighbors=5), OrthoConfig(), seed=0, view_scales=(2.0, 2.0))
+model = fixed_model(n_components=4, view_hidden=(16,), weighting_hidden=(8,))
+state = create_state((6, 5), model, fixed_graph(n_neighbors=5), OrthoConfig(), seed=0, view_scales=(2.0, 2.0))
 rng = np.random.default_rng(1)
 views = tuple(rng.standard_normal((96, d)).astype(np.float32) for d in (6, 5))
 mesh = sh.make_data_mesh(2)

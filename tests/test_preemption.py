@@ -20,6 +20,7 @@ import pytest
 from specrage_jax.training import preemption
 from specrage_jax.training.checkpoint import read_model
 from specrage_jax.training.preemption import PREEMPTED_EXIT_CODE
+from tests.fixed_sections import fixed_graph, fixed_model, fixed_train
 from tests.simulated_devices import simulated_devices_env
 
 # 40 steps an epoch: a signal after the first checkpoint lands within the second epoch
@@ -165,17 +166,17 @@ def _watch_restores_the_handlers_and_a_second_signal_interrupts() -> None:
 def test_train_loop_stops_within_an_epoch_and_resumes_bitwise(tmp_path):
     """A SIGTERM raised after epoch 1 stops train_loop after the next step: a checkpoint within
     epoch 2, Preempted; resuming from it gives the uninterrupted state and history, bitwise."""
-    from specrage_jax import GraphConfig, ModelConfig, OrthoConfig, TrainConfig, create_state
+    from specrage_jax import OrthoConfig, create_state
     from specrage_jax.data import load_dataset
     from specrage_jax.training.checkpoint import TrainingCheckpointer
     from specrage_jax.training.loop import train_loop
 
     views = [np.asarray(v[:400], np.float32) for v in load_dataset("blobs").views]
     train, val = [v[:320] for v in views], [v[320:] for v in views]
-    config = TrainConfig(epochs=3, batch_size=64, steps_per_epoch=6, progress=False)
+    config = fixed_train(epochs=3, batch_size=64, steps_per_epoch=6, progress=False)
 
     def fresh():
-        model, graph = ModelConfig(n_components=3, view_hidden=(16,)), GraphConfig(n_neighbors=5, scale_mode="batch")
+        model, graph = fixed_model(n_components=3, view_hidden=(16,)), fixed_graph(n_neighbors=5, scale_mode="batch")
         return create_state([v.shape[1] for v in views], model, graph, OrthoConfig(), learning_rate=1e-3, seed=0)
 
     def preempt_after_first(state, record):

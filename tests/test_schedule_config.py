@@ -6,8 +6,11 @@ import dataclasses
 
 import pytest
 
-from specrage_jax.config import ExperimentConfig
-from specrage_jax.overrides import apply_overrides, describe_fields
+from specrage_jax.api.params import base_config
+from specrage_jax.cli import config_help
+from specrage_jax.config import AUTO_WIDTHS, ExperimentConfig
+from specrage_jax.overrides import apply_overrides, config_from_dict, config_to_dict, describe_fields
+from specrage_jax.presets import PRESET_BASE, preset, preset_base
 from specrage_jax.training.schedule import PlateauState, plateau_update, should_stop
 
 
@@ -95,7 +98,7 @@ def test_apply_overrides_parses_each_field_type():
     assert config.model.weighting_hidden == (8,)
     # Untouched fields keep their defaults; the input is not mutated.
     assert config.graph.n_neighbors == base.graph.n_neighbors
-    assert base.ortho.grad_through_r_inv is True and base.model.view_hidden == (1024, 1024, 512)
+    assert base.ortho.grad_through_r_inv is True and base.model.view_hidden == AUTO_WIDTHS
 
 
 def test_later_override_wins():
@@ -137,7 +140,7 @@ def test_describe_fields_lists_every_field():
     assert len(set(keys)) == len(keys) > 20
     assert all(help_text for _, _, help_text in rows)
     values = dict((key, value) for key, value, _ in rows)
-    assert values["model.view_hidden"] == repr((1024, 1024, 512))
+    assert values["model.view_hidden"] == repr(AUTO_WIDTHS)
     changed = apply_overrides(config, ["graph.n_neighbors=11"])
     assert dict((k, v) for k, v, _ in describe_fields(changed))["graph.n_neighbors"] == "11"
 
@@ -152,3 +155,41 @@ def test_every_field_is_reachable_from_an_override():
             round_trip = getattr(apply_overrides(config, [f"{section.name}.{f.name}={text}"]), section.name)
             assert getattr(round_trip, f.name) == value, f"{section.name}.{f.name}"
             assert type(getattr(round_trip, f.name)) is type(value), f"{section.name}.{f.name}"
+
+
+def test_a_record_without_a_newer_field_loads_as_the_code_that_wrote_it_ran():
+    """A field missing from a saved record predates it: it takes the presets' fixed value (the
+    behaviour before the field), not the one default's "from the data" or newly-on value."""
+    record = config_to_dict(ExperimentConfig())
+    for section, name in (("model", "single_view_nets"), ("graph", "weight_entropy"), ("train", "view_net_steps")):
+        del record[section][name]
+    loaded = config_from_dict(record)
+    assert loaded.model.single_view_nets is False and ExperimentConfig().model.single_view_nets is True
+    assert loaded.graph.weight_entropy == 0.0 and loaded.train.view_net_steps == 0
+    assert loaded.graph.n_neighbors == 0  # a field the record has keeps its recorded value
+    assert config_from_dict(config_to_dict(ExperimentConfig())) == ExperimentConfig()
+
+
+def test_one_default_for_the_sections_the_estimator_the_cli_and_the_presets_base():
+    """``ExperimentConfig()`` is what runs when nothing is set: each section's own defaults, the
+    estimator's base and the plain --help agree with it; the presets start from a named base."""
+    default = ExperimentConfig()
+    for section in dataclasses.fields(default):
+        assert type(getattr(default, section.name))() == getattr(default, section.name), section.name
+    assert base_config(None) == default == ExperimentConfig.auto()
+    assert preset("file:mine.npz") == default
+    listed = {
+        line.split(" = ")[0].strip()
+        for line in config_help(None).splitlines()
+        if line.startswith("  ") and not line.startswith("   ") and " = " in line
+    }
+    assert listed == {key for key, _, _ in describe_fields(default)}
+    base = preset_base()
+    assert base.unresolved_fields() == ["model.output_rows"]  # the base leaves only the rows to the run
+    changed = {
+        f"{section}.{name}"
+        for section in PRESET_BASE
+        for name in PRESET_BASE[section]
+        if getattr(getattr(base, section), name) != getattr(getattr(default, section), name)
+    }
+    assert changed == {f"{section}.{name}" for section, names in PRESET_BASE.items() for name in names}

@@ -37,7 +37,7 @@ CHILD = textwrap.dedent("""
     from specrage_jax.training import sharding as sh
 
     MODEL = ModelConfig(n_components=4, view_hidden=(32, 32), weighting_hidden=(16,))
-    GRAPH = GraphConfig(n_neighbors=5)
+    GRAPH = GraphConfig(n_neighbors=5, degree_normalization="none")
     DIMS, M, N_DEV = (7, 5), 64, 4
     assert jax.device_count() == N_DEV, jax.devices()
     mesh = sh.make_data_mesh(N_DEV)

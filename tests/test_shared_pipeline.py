@@ -27,7 +27,7 @@ def _blobs(n: int = 150, k: int = 3, seed: int = 0) -> MultiViewData:
 def _config() -> ExperimentConfig:
     """The data-aware defaults (settings resolved from the rows), small nets, two epochs, and the
     autoencoder stage (one epoch), so every stage of the pipeline runs."""
-    base = ExperimentConfig.auto()
+    base = ExperimentConfig()
     return dataclasses.replace(
         base,
         model=dataclasses.replace(base.model, view_hidden=(16, 16), weighting_hidden=(8,)),
@@ -75,7 +75,7 @@ def test_the_cli_and_the_estimator_resolve_the_defaults_from_every_training_row(
         raise Resolved(config)
 
     data, seed = _blobs(n=6000), 0
-    base = ExperimentConfig.auto()
+    base = ExperimentConfig()
     config = dataclasses.replace(base, train=dataclasses.replace(base.train, progress=False))  # verbose=False
     splits = prepare_splits(data, config, seed=seed)
     idx = split_indices(

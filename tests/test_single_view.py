@@ -10,11 +10,12 @@ import pytest
 
 from specrage_jax import SpecRaGE
 from specrage_jax.api.pipeline import model_inputs
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.config import OrthoConfig
 from specrage_jax.data import load_dataset
 from specrage_jax.evaluation.metrics import kmeans_metrics
 from specrage_jax.nets.state import create_state, embed_batch
 from specrage_jax.ops.agreement import aligned_objective, view_disagreement
+from tests.fixed_sections import fixed_graph, fixed_model
 
 SMALL = dict(
     n_clusters=10,
@@ -87,11 +88,11 @@ def test_untrained_single_view_nets_defer_to_the_fusion():
     """A state built with single-view nets but never through their stage embeds a one-view
     sample as a model without them does (the untrained nets' output layers are zero)."""
     dims = (4, 3)
-    graph, ortho = GraphConfig(n_neighbors=3), OrthoConfig()
-    model = ModelConfig(n_components=3, view_hidden=(8,), weighting_hidden=(4,))
+    graph, ortho = fixed_graph(n_neighbors=3), OrthoConfig()
+    model = fixed_model(n_components=3, view_hidden=(8,), weighting_hidden=(4,))
     states = [
         create_state(dims, m, graph, ortho, seed=0, view_scales=[1.0, 1.0])
-        for m in (model, ModelConfig(**{**model.__dict__, "single_view_nets": True}))
+        for m in (model, fixed_model(**{**model.__dict__, "single_view_nets": True}))
     ]
     rng = np.random.default_rng(0)
     views = tuple(jnp.asarray(rng.standard_normal((6, d)), jnp.float32) for d in dims)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 
-from specrage_jax.config import ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig, TrainConfig
+from specrage_jax.config import ExperimentConfig, OrthoConfig
 from specrage_jax.nets.state import create_state
 from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.spectral_init import (
@@ -19,6 +19,7 @@ from specrage_jax.training.spectral_init import (
     spectral_init,
 )
 from specrage_jax.training.steps import Batch, rayleigh_matrices
+from tests.fixed_sections import FIXED, fixed_experiment, fixed_graph, fixed_model, fixed_train
 
 K = 3
 DIMS = (6, 5)
@@ -54,8 +55,8 @@ def test_dependent_features_are_dropped_and_too_few_give_none() -> None:
 
 
 def small_state(**model: object):
-    config = ModelConfig(n_components=K, view_hidden=(HIDDEN,), weighting_hidden=(8,), temperature=1.0, **model)
-    return create_state(DIMS, config, GraphConfig(n_neighbors=5), OrthoConfig(), seed=0, view_scales=(2.0, 2.0))
+    config = fixed_model(n_components=K, view_hidden=(HIDDEN,), weighting_hidden=(8,), temperature=1.0, **model)
+    return create_state(DIMS, config, fixed_graph(n_neighbors=5), OrthoConfig(), seed=0, view_scales=(2.0, 2.0))
 
 
 def clustered_views(n: int = M, seed: int = 1) -> tuple[np.ndarray, ...]:
@@ -122,15 +123,15 @@ def test_missing_views_start_without_nan() -> None:
 @pytest.mark.parametrize(("fusion", "output_activation"), [("concat", "none"), ("weighting", "tanh")])
 def test_a_fusion_not_linear_in_the_output_layers_is_refused_by_name(fusion: str, output_activation: str) -> None:
     with pytest.raises(ValueError, match=r"train.spectral_init=false"):
-        check_spectral_init(ModelConfig(fusion=fusion, output_activation=output_activation))
-    config = ExperimentConfig(
-        model=ModelConfig(n_components=K, fusion=fusion, output_activation=output_activation),
-        train=TrainConfig(spectral_init=True, epochs=1),
+        check_spectral_init(fixed_model(fusion=fusion, output_activation=output_activation))
+    config = fixed_experiment(
+        model=fixed_model(n_components=K, fusion=fusion, output_activation=output_activation),
+        train=fixed_train(spectral_init=True, epochs=1),
     )
     with pytest.raises(ValueError, match=rf"fusion {fusion!r}"):
         train_model(list(clustered_views()), [], config, seed=0)
 
 
 def test_the_default_estimator_starts_from_solved_output_layers() -> None:
-    assert ExperimentConfig.auto().train.spectral_init
-    assert not ExperimentConfig().train.spectral_init  # the presets keep the paper's random start
+    assert ExperimentConfig().train.spectral_init
+    assert not FIXED.train.spectral_init  # the presets keep the paper's random start

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.config import GraphConfig, OrthoConfig
 from specrage_jax.nets.embed import embed
 from specrage_jax.nets.state import SpecRaGEState, create_state, embed_batch
 from specrage_jax.ops.affinity import knn_gaussian_affinity
@@ -28,9 +28,10 @@ from specrage_jax.training.steps import (
     ortho_step,
     train_step,
 )
+from tests.fixed_sections import fixed_graph, fixed_model
 
-MODEL = ModelConfig(n_components=4, view_hidden=(32, 32), weighting_hidden=(16,))
-GRAPH = GraphConfig(n_neighbors=5)
+MODEL = fixed_model(n_components=4, view_hidden=(32, 32), weighting_hidden=(16,))
+GRAPH = fixed_graph(n_neighbors=5)
 DIMS = (7, 5)
 M = 64
 SCALES = (3.0, 2.5)  # sigma_v of the global scale mode, about the 5th-neighbour distance of the views below
@@ -223,7 +224,7 @@ def test_identical_rows_batch_stays_finite(adam_states, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_batch_smaller_than_k_stays_finite(mode):
-    state = make_state(mode, graph=GraphConfig(n_neighbors=2))
+    state = make_state(mode, graph=fixed_graph(n_neighbors=2))
     ortho_views, views = random_views(3, 5), random_views(3, 6)
     state = ortho_step(state, Batch(ortho_views))
     r_inv = np.asarray(state.r_inv)

@@ -15,11 +15,8 @@ import pytest
 from specrage_jax.config import (
     AutoencoderConfig,
     ExperimentConfig,
-    GraphConfig,
-    ModelConfig,
     OrthoConfig,
     SiameseConfig,
-    TrainConfig,
 )
 from specrage_jax.data.lazy import MemmapRows, streamed_mask
 from specrage_jax.data.stream import LABELS_FILE, MASK_FILE, META_FILE, open_views_memmap, view_file, write_views_memmap
@@ -32,12 +29,13 @@ from specrage_jax.training.batches import take_batch
 from specrage_jax.training.initial_state import train_model
 from specrage_jax.training.siamese import train_siamese
 from specrage_jax.training.stages import encode_views, train_view_nets
+from tests.fixed_sections import fixed_experiment, fixed_graph, fixed_model, fixed_train
 from tests.simulated_devices import run_child_result
 from tests.test_streaming import SMALL  # the small whole-pipeline configuration
 
 DIMS = (6, 4)
-MODEL = ModelConfig(n_components=3, view_hidden=(16, 16), weighting_hidden=(8,))
-GRAPH = GraphConfig(n_neighbors=5)
+MODEL = fixed_model(n_components=3, view_hidden=(16, 16), weighting_hidden=(8,))
+GRAPH = fixed_graph(n_neighbors=5)
 
 
 def views_with_holes(n: int, seed: int = 0, fraction: float = 0.3) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
@@ -183,10 +181,10 @@ def test_streamed_batches_zero_the_missing_rows(tmp_path) -> None:
 
 
 def small_config(**stages) -> ExperimentConfig:
-    return ExperimentConfig(
+    return fixed_experiment(
         model=MODEL,
         graph=GRAPH,
-        train=TrainConfig(epochs=2, batch_size=64, progress=False),
+        train=fixed_train(epochs=2, batch_size=64, progress=False),
         **stages,
     )
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig, TrainConfig
+from specrage_jax.config import OrthoConfig
 from specrage_jax.nets.state import create_state
 from specrage_jax.training.batches import batch_indices, effective_batch_size
 from specrage_jax.training.loop import estimate_view_scales, train_loop
+from tests.fixed_sections import fixed_graph, fixed_model, fixed_train
 
-MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
-GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")
+MODEL = fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,))
+GRAPH = fixed_graph(n_neighbors=5, scale_mode="batch")
 
 
 def clustered_views(n: int, seed: int) -> list[np.ndarray]:
@@ -30,14 +31,14 @@ def test_fit_names_the_view_with_nan():
     train, val = clustered_views(60, 0), clustered_views(20, 1)
     train[1][7, 0] = np.nan
     with pytest.raises(ValueError, match="train_views: view 1 .*NaN"):
-        train_loop(small_state(), train, val, TrainConfig(epochs=1, progress=False), seed=0)
+        train_loop(small_state(), train, val, fixed_train(epochs=1, progress=False), seed=0)
 
 
 def test_fit_names_the_view_with_wrong_width():
     train, val = clustered_views(60, 0), clustered_views(20, 1)
     val[0] = np.zeros((20, 3), np.float32)
     with pytest.raises(ValueError, match="val_views: view 0 has 3 features"):
-        train_loop(small_state(), train, val, TrainConfig(epochs=1, progress=False), seed=0)
+        train_loop(small_state(), train, val, fixed_train(epochs=1, progress=False), seed=0)
 
 
 def test_batch_indices_cover_every_sample_once_per_pass():
@@ -56,12 +57,12 @@ def test_effective_batch_size_refuses_a_graph_larger_than_the_data():
 def test_global_scale_rejects_a_view_without_geometry():
     views = [np.random.default_rng(0).normal(size=(50, 2)).astype(np.float32), np.ones((50, 3), np.float32)]
     with pytest.raises(ValueError, match="view 1"):
-        estimate_view_scales(views, GraphConfig(n_neighbors=5), 32, seed=0)
+        estimate_view_scales(views, fixed_graph(n_neighbors=5), 32, seed=0)
 
 
 def test_plateau_lowers_the_rate_and_stops():
     train, val = clustered_views(90, 0), clustered_views(30, 1)
-    config = TrainConfig(epochs=200, batch_size=64, lr_patience=0, lr_factor=0.1, min_lr=1e-5, progress=False)
+    config = fixed_train(epochs=200, batch_size=64, lr_patience=0, lr_factor=0.1, min_lr=1e-5, progress=False)
     state, history = train_loop(small_state(), train, val, config, seed=0)
     rates = [r.learning_rate for r in history.epochs]
     assert rates[0] == pytest.approx(1e-3)

@@ -129,7 +129,7 @@ def test_webkbs_empty_link_view_is_left_out_on_its_203_rows(seed):
 
     views = [np.asarray(v) for v in load_mat(DEVSUITE / "WebKB.mat").views]
     with pytest.warns(UserWarning, match="view 1 is left out of the fit"):
-        scaled = preprocess(views, [v[:0] for v in views], ExperimentConfig.auto(), n_clusters=4, seed=seed)
+        scaled = preprocess(views, [v[:0] for v in views], ExperimentConfig(), n_clusters=4, seed=seed)
     assert [s.left_out for s in scaled.scalers] == [False, True, False]
     assert len(scaled.train) == 2
 
@@ -210,7 +210,7 @@ def test_a_cli_run_leaves_the_noise_view_out_records_it_and_its_model_embeds_eve
     noise = _noise(len(labels), seed=2)
     np.savez(path, view_0=views[0], view_1=views[1], view_2=noise, labels=labels)
     config = apply_overrides(
-        ExperimentConfig.auto(),
+        ExperimentConfig(),
         ["graph.n_neighbors=5", "train.epochs=2", "model.view_hidden=32", "model.weighting_hidden=8"],
     )
     with pytest.warns(UserWarning, match="view 2 is left out of the fit"):

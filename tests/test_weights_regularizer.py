@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from specrage_jax.config import ExperimentConfig, GraphConfig, ModelConfig, OrthoConfig
+from specrage_jax.config import GraphConfig, OrthoConfig
 from specrage_jax.nets.state import create_state
 from specrage_jax.ops.weights import (
     view_weight_regularizer,
@@ -18,9 +18,10 @@ from specrage_jax.ops.weights import (
 )
 from specrage_jax.overrides import apply_overrides
 from specrage_jax.training.steps import Batch, loss_and_grads, spectral_loss
+from tests.fixed_sections import fixed_experiment, fixed_graph, fixed_model
 
-MODEL = ModelConfig(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
-GRAPH = GraphConfig(n_neighbors=5, scale_mode="batch")
+MODEL = fixed_model(n_components=3, view_hidden=(16,), weighting_hidden=(8,), temperature=1.0)
+GRAPH = fixed_graph(n_neighbors=5, scale_mode="batch")
 DIMS = (4, 3)
 M = 32
 
@@ -64,10 +65,10 @@ def test_gradients_point_towards_uniform():
 def test_config_validates_the_coefficients():
     for bad in (-0.1, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="weight_balance"):
-            GraphConfig(weight_balance=bad)
+            fixed_graph(weight_balance=bad)
         with pytest.raises(ValueError, match="weight_entropy"):
-            GraphConfig(weight_entropy=bad)
-    config = apply_overrides(ExperimentConfig(), ["graph.weight_entropy=0.01", "graph.weight_balance=0.5"])
+            fixed_graph(weight_entropy=bad)
+    config = apply_overrides(fixed_experiment(), ["graph.weight_entropy=0.01", "graph.weight_balance=0.5"])
     assert (config.graph.weight_entropy, config.graph.weight_balance) == (0.01, 0.5)
 
 

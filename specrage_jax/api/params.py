@@ -48,13 +48,13 @@ _POSITIVE_INTS = ("n_components", "n_neighbors", "batch_size", "max_epochs")
 
 
 def base_config(config: Any) -> ExperimentConfig:
-    """What the estimator starts from: its ``config`` parameter, or the data-aware defaults for None.
+    """What the estimator starts from: its ``config`` parameter, or ``ExperimentConfig()`` for None.
 
     Raises:
       ValueError: ``config`` is neither None nor an ExperimentConfig.
     """
     if config is None:
-        return ExperimentConfig.auto()
+        return ExperimentConfig()
     if not isinstance(config, ExperimentConfig):
         raise ValueError(f"config must be None or a specrage_jax.ExperimentConfig, got {config!r}")
     return config

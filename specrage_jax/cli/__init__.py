@@ -35,10 +35,10 @@ def config_help(dataset: str | None = None) -> str:
     base = ExperimentConfig()
     if dataset is None or not is_dataset_name(dataset):
         config, header = (
-            ExperimentConfig.auto(),
+            base,
             (
-                "configuration fields as they run when nothing is set: the data-aware defaults "
-                "(ExperimentConfig.auto()) that a file: dataset and SpecRaGE() train with (set any with "
+                "configuration fields as they run when nothing is set: the defaults "
+                "(ExperimentConfig()) that a file: dataset and SpecRaGE() train with (set any with "
                 "--set section.field=value; a named dataset starts from its preset, and "
                 "`specrage train --dataset NAME --help` shows NAME's values; * marks a value the data decides):"
             ),

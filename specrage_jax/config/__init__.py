@@ -1,6 +1,7 @@
 """Configuration: ``ExperimentConfig``, its sections (one frozen dataclass per concern,
-:mod:`specrage_jax.config.sections`) and the data-aware defaults (``ExperimentConfig.auto()``);
-the named datasets' presets are :mod:`specrage_jax.presets`.
+:mod:`specrage_jax.config.sections`) and the one default, ``ExperimentConfig()`` (its
+data-dependent settings resolved at fit); the named datasets' presets are
+:mod:`specrage_jax.presets`.
 
 Every field is reachable from the command line as ``--set section.field=value``
 (see :func:`apply_overrides`), and ``specrage train --help`` lists them all with
@@ -9,7 +10,6 @@ the help text in each field's metadata.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from specrage_jax.config.fields import (
@@ -73,7 +73,18 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ExperimentConfig:
-    """Everything one training run needs; its sections are :mod:`specrage_jax.config.sections`."""
+    """Everything one training run needs; its sections are :mod:`specrage_jax.config.sections`.
+
+    ``ExperimentConfig()`` is the one default: what ``SpecRaGE()`` and ``specrage train`` run
+    with when nothing is set, and what ``specrage train --help`` lists. The settings whose good
+    value depends on the data are left unresolved (0, -1, (0,), "auto") and
+    :func:`specrage_jax.training.defaults.resolve_defaults` fills them at fit from the data's
+    shape and statistics; the rest are fixed: per-sample view weights free (T 1, alpha in the
+    fused output only, a weak pull of each sample's weights towards 1/V), so a view that is
+    corrupted for a sample loses weight for it, the embedding's rows to unit norm, and training
+    ends once the plateau schedule has lowered the learning rate twice (AUTO_MIN_LR). The named
+    datasets' presets (:mod:`specrage_jax.presets`) start from a fixed base of their own.
+    """
 
     model: ModelConfig = field(default_factory=ModelConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
@@ -87,45 +98,9 @@ class ExperimentConfig:
 
     @classmethod
     def auto(cls) -> ExperimentConfig:
-        """The data-aware defaults: what ``SpecRaGE()`` and ``specrage train --dataset file:PATH`` use.
-
-        The settings whose good value depends on the data are left unresolved (0, (0,), "auto")
-        and :func:`specrage_jax.training.defaults.resolve_defaults` fills them at fit from the data's shape
-        and statistics; the rest are fixed here: per-sample view weights free (T 1, alpha in the
-        fused output only, a weak pull of each sample's weights towards 1/V), so a view that is
-        corrupted for a sample loses weight for it, the embedding's rows to unit norm, and training
-        ends once the plateau schedule has lowered the learning rate twice (AUTO_MIN_LR). The
-        dataclass defaults (``ExperimentConfig()``) are the fixed base the named presets start from.
-        """
-        base = cls()
-        return dataclasses.replace(
-            base,
-            model=dataclasses.replace(
-                base.model,
-                n_components=AUTO_COMPONENTS,
-                view_hidden=AUTO_WIDTHS,
-                temperature=1.0,
-                output_rows="unit",
-                single_view_nets=True,
-            ),
-            graph=dataclasses.replace(
-                base.graph,
-                n_neighbors=0,
-                weights_in_affinity=False,
-                weight_entropy=0.001,
-                degree_normalization=AUTO,
-            ),
-            train=dataclasses.replace(
-                base.train,
-                epochs=0,
-                batch_size=0,
-                steps_per_epoch=AUTO_STEPS_PER_EPOCH,
-                min_lr=AUTO_MIN_LR,
-                spectral_init=True,
-                view_net_steps=AUTO_VIEW_NET_STEPS,
-            ),
-            data=dataclasses.replace(base.data, preprocess=AUTO, graph_inputs=AUTO, unrelated_views="leave_out"),
-        )
+        """The same as ``ExperimentConfig()``: the one default, what ``SpecRaGE()`` and
+        ``specrage train --dataset file:PATH`` run with (kept for code that calls it)."""
+        return cls()
 
     def unresolved_fields(self) -> list[str]:
         """The "section.field" names still waiting for the data (empty once resolved)."""

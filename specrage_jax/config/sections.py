@@ -11,6 +11,9 @@ from specrage_jax.config.fields import (
     ACTIVATIONS,
     AUTO,
     AUTO_COMPONENTS,
+    AUTO_MIN_LR,
+    AUTO_STEPS_PER_EPOCH,
+    AUTO_VIEW_NET_STEPS,
     AUTO_WIDTHS,
     DEGREE_NORMALIZATIONS,
     FUSIONS,
@@ -29,18 +32,18 @@ from specrage_jax.config.fields import (
 class ModelConfig:
     """The networks: per-view MLPs, the weighting (fusion) MLP and its softmax temperature.
 
-    Defaults follow the published code's view nets (LeakyReLU, tanh output) and the
-    paper's weighting net (three hidden layers of 100); :meth:`paper` and
-    :meth:`published_code` give the two architectures exactly.
+    Defaults: LeakyReLU view nets with linear output, their widths and k from the data, the
+    paper's weighting net (three hidden layers of 100) at T 1; :meth:`paper` and
+    :meth:`published_code` give the two published architectures exactly.
     """
 
     n_components: int = setting(
-        0,
+        AUTO_COMPONENTS,
         "embedding dimension k; 0 means the number of classes; -1 means resolved from the data at fit "
         "(the number of clusters, or a few more where their k-means partition cuts the kNN graph clearly less)",
     )
     view_hidden: tuple[int, ...] = setting(
-        (1024, 1024, 512),
+        AUTO_WIDTHS,
         "hidden widths of every per-view MLP; (0,) means "
         "resolved from the data at fit (specrage_jax.training.defaults)",
     )
@@ -49,7 +52,7 @@ class ModelConfig:
     output_activation: str = setting("none", "view-net output activation: none (paper) | tanh (published code)")
     weighting_hidden: tuple[int, ...] = setting((100, 100, 100), "hidden widths of the weighting MLP")
     weighting_activation: str = setting("relu", "weighting-net hidden activation")
-    temperature: float = setting(90.0, "softmax temperature T of the view weights (larger: more uniform)")
+    temperature: float = setting(1.0, "softmax temperature T of the view weights (larger: more uniform)")
     fusion: str = setting(
         "weighting",
         "how view outputs fuse: weighting (the paper's per-sample MLP) | average | "
@@ -57,7 +60,7 @@ class ModelConfig:
         "attention (cross-view attention)",
     )
     output_rows: str = setting(
-        AUTO,
+        "unit",
         "what transform/embed return: raw (Y = Y~ R^-1, Y^T Y = m I) | unit (each row of Y "
         "scaled to unit L2 norm, the Ng-Jordan-Weiss embedding that k-means and SVMs see; "
         "training and R^-1 are unchanged) | auto (unit where some training sample misses a "
@@ -74,7 +77,7 @@ class ModelConfig:
     )
 
     single_view_nets: bool = setting(
-        False,
+        True,
         "one more net per view (the view nets' widths), trained after the fusion to reproduce the "
         "fused output Y~ from that view alone (training/single_view.py): a sample given with one "
         "view is embedded by it, so it lands where the samples with every view land; samples with "
@@ -99,13 +102,19 @@ class ModelConfig:
     @classmethod
     def paper(cls, **changes: Any) -> ModelConfig:
         """The paper's appendix: ReLU MLPs 1024-1024-512, linear output, weighting net 3x100."""
-        base = dict(hidden_activation="relu", output_activation="none", weighting_hidden=(100, 100, 100))
+        base = dict(
+            view_hidden=(1024, 1024, 512),
+            hidden_activation="relu",
+            output_activation="none",
+            weighting_hidden=(100, 100, 100),
+        )
         return cls(**{**base, **changes})
 
     @classmethod
     def published_code(cls, **changes: Any) -> ModelConfig:
         """The authors' PyTorch code: LeakyReLU(0.01) view nets with tanh output, weighting net 50."""
         base = dict(
+            view_hidden=(1024, 1024, 512),
             hidden_activation="leaky_relu",
             leaky_relu_slope=0.01,
             output_activation="tanh",
@@ -119,7 +128,7 @@ class ModelConfig:
 class GraphConfig:
     """The in-batch kNN Gaussian affinity (the paper's affinity equation)."""
 
-    n_neighbors: int = setting(30, "l: neighbours per point in the kNN graph; 0 means resolved from the data at fit")
+    n_neighbors: int = setting(0, "l: neighbours per point in the kNN graph; 0 means resolved from the data at fit")
     scale_neighbor: int = setting(0, "the neighbour whose distance sets sigma; 0 means n_neighbors")
     scale_mode: str = setting("global", "global (median over sampled batches, fixed before training) | batch")
     scale_sample_batches: int = setting(8, "batches sampled to compute the global scale")
@@ -133,7 +142,7 @@ class GraphConfig:
         "documents) is a component of its own (not in the paper)",
     )
     weights_in_affinity: bool = setting(
-        True,
+        False,
         "multiply W^(v)_ij by alpha_i alpha_j (Eq. 4); false: alpha enters "
         "only through the fused output (Eq. 1 on the fused Y)",
     )
@@ -144,7 +153,7 @@ class GraphConfig:
         "edges (not in the paper)",
     )
     degree_normalization: str = setting(
-        "none",
+        AUTO,
         "complete batches: none (each view's graph as built) | samples (W_ij / sqrt(d_i d_j) times the "
         "mean degree, d_i sample i's degree summed over the views, so the Rayleigh loss is about the "
         "normalized Laplacian's: a low-degree sample no longer makes a cheap cluster of its own) | auto "
@@ -184,7 +193,7 @@ class GraphConfig:
         "sample's weights move (not in the paper; 0: off)",
     )
     weight_entropy: float = setting(
-        0.0,
+        0.001,
         "lambda_e: adds lambda_e mean_i KL(alpha_i || uniform) to the loss, which "
         "holds samples the spectral loss is indifferent about (views that agree) "
         "at 1/V (not in the paper; 0: off)",
@@ -235,12 +244,10 @@ class TrainConfig:
     """Optimization: Adam (or the optax optimizer given to ``create_state``) with the paper's
     plateau learning-rate policy."""
 
-    epochs: int = setting(100, "maximum number of epochs; 0 means resolved from the data at fit (a budget of steps)")
-    batch_size: int = setting(
-        1024, "mini-batch size m (capped at the training-set size); 0 means resolved from the data"
-    )
+    epochs: int = setting(0, "maximum number of epochs; 0 means resolved from the data at fit (a budget of steps)")
+    batch_size: int = setting(0, "mini-batch size m (capped at the training-set size); 0 means resolved from the data")
     steps_per_epoch: int = setting(
-        0,
+        AUTO_STEPS_PER_EPOCH,
         "gradient steps per epoch; 0 means ceil(n_train / m) (one pass); -1 means resolved from the data at fit "
         "(one pass, at least the defaults' fewest steps an epoch), whether the epochs are set or resolved",
     )
@@ -256,15 +263,15 @@ class TrainConfig:
     )
     lr_factor: float = setting(0.1, "learning-rate multiplier on a validation plateau")
     lr_patience: int = setting(10, "epochs without validation improvement before the learning rate drops")
-    min_lr: float = setting(1e-8, "training stops once the learning rate falls below this")
+    min_lr: float = setting(AUTO_MIN_LR, "training stops once the learning rate falls below this")
     spectral_init: bool = setting(
-        False,
+        True,
         "before the first step, set the view nets' output layers to the closed-form minimizer of the "
         "loss over their random hidden features on one training batch (a generalized eigenproblem; "
         "needs a weighted-sum fusion and a linear view-net output)",
     )
     view_net_steps: int = setting(
-        0,
+        AUTO_VIEW_NET_STEPS,
         "gradient steps after which the view nets stop training (checked between epochs); the "
         "fusion's parameters (the weighting net) and R^-1 go on training on their outputs until the "
         "schedule ends the run, without the view nets' forward and backward passes where the whole "
@@ -377,7 +384,7 @@ class DataConfig:
     test_fraction: float = setting(0.2, "fraction of samples held out for testing")
     val_fraction: float = setting(0.1, "fraction of the training part used for validation")
     preprocess: str = setting(
-        "standard",
+        AUTO,
         "per-view feature scaling: standard | minmax | none | l2 (rows to unit "
         "L2 norm) | standard_l2 (standard, then rows to unit norm) | svd_l2 (rows to "
         "unit norm, TruncatedSVD to data.svd_components, rows to unit norm) | idf_l2 (columns times their "
@@ -389,14 +396,14 @@ class DataConfig:
     svd_components: int = setting(100, "dimensions kept by svd_l2 (capped below the view's width and row count)")
     sparse_below: float = setting(0.1, "auto: a view whose fraction of nonzero entries is below this counts as sparse")
     graph_inputs: str = setting(
-        "model",
+        AUTO,
         "what the kNN graph of an svd_l2 view is built on: model (the reduced rows the "
         "network sees) | unreduced (its unit-norm rows before the SVD: the full cosine "
         "geometry) | auto (unreduced when the whole training set is one batch, so the "
         "graph is built once)",
     )
     unrelated_views: str = setting(
-        "keep",
+        "leave_out",
         "keep (every view takes part) | leave_out (complete data: a view whose neighbourhoods no other "
         "view shares beyond a third of what two other views share, at most 3 standard deviations above "
         "chance, and whose own kNN graph splits the rows less cleanly than theirs is left out of the fit, "

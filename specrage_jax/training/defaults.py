@@ -34,6 +34,7 @@ from specrage_jax.config import (
     VIEW_NETS_UNTIL_STALL,
     ExperimentConfig,
     SiameseConfig,
+    TrainConfig,
 )
 from specrage_jax.training.graph_rules import (
     CLEAR_EIGENGAP,
@@ -177,6 +178,23 @@ def epoch_steps(n_train: int, batch_rows: int) -> int:
     ``batch_rows``, at least MIN_STEPS_PER_EPOCH (so that the schedule's patience, counted in
     epochs, watches the same work on a set that is one batch)."""
     return max(math.ceil(n_train / max(batch_rows, 1)), MIN_STEPS_PER_EPOCH)
+
+
+def view_net_steps_for(batch_rows: int, n_train: int) -> int:
+    """train.view_net_steps from the data: the view nets train until their validation loss stalls
+    where the whole training set is one batch (VIEW_NETS_UNTIL_STALL), throughout otherwise (0)."""
+    return VIEW_NETS_UNTIL_STALL if batch_rows >= n_train else 0
+
+
+def resolve_epoch_settings(train: TrainConfig, n_train: int, batch_rows: int) -> TrainConfig:
+    """``train`` with train.steps_per_epoch and train.view_net_steps left to the data (-1)
+    resolved for ``n_train`` rows in batches of ``batch_rows``, by the rules :func:`resolve_defaults`
+    applies (what the training loop does when it is given them unresolved)."""
+    if train.steps_per_epoch == AUTO_STEPS_PER_EPOCH:
+        train = dataclasses.replace(train, steps_per_epoch=epoch_steps(n_train, batch_rows))
+    if train.view_net_steps == AUTO_VIEW_NET_STEPS:
+        train = dataclasses.replace(train, view_net_steps=view_net_steps_for(batch_rows, n_train))
+    return train
 
 
 def budget_epochs(steps_per_epoch: int) -> int:
@@ -335,7 +353,7 @@ def resolve_defaults(config: ExperimentConfig, shape: DataShape) -> tuple[Experi
             train,
             view_net_steps=choose(
                 "train.view_net_steps",
-                VIEW_NETS_UNTIL_STALL if whole else 0,
+                view_net_steps_for(m, shape.n_train),
                 "the whole training set is one batch: the view nets train until their validation loss has not "
                 "improved for train.view_net_patience epochs, then only the weighting net and R^-1 train, on the "
                 "frozen nets' outputs"

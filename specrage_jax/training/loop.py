@@ -36,6 +36,7 @@ from specrage_jax.training.batches import (
     take_batch,
     whole_set_batch,
 )
+from specrage_jax.training.defaults import resolve_epoch_settings
 from specrage_jax.training.device_epoch import (
     EpochMetrics,
     put_training_data,
@@ -257,6 +258,7 @@ def train_loop(
     n = train_views[0].shape[0]
     m = effective_batch_size(n, config.batch_size, state.graph.n_neighbors)
     m = effective_batch_size(mesh_batch_size(m, config.batch_size, mesh), m, state.graph.n_neighbors)
+    config = resolve_epoch_settings(config, n, m)
     if mesh is not None:
         state = replicate(state, mesh)
     device_data = None
@@ -447,14 +449,15 @@ def _stopped(
 
 
 def check_train_config(config: TrainConfig) -> None:
-    """Refuses the training settings that mean "from the data" (train.epochs 0, train.batch_size 0),
-    which the loop has no data shape to resolve.
+    """Refuses the training settings that mean "from the data" and need the data's statistics
+    (train.epochs 0, train.batch_size 0); the steps of an epoch and of the view nets (-1) follow
+    from the rows and the batch, and the loop resolves them (:func:`resolve_epoch_settings`).
 
     Raises:
       ValueError: naming the setting and how to resolve it.
     """
     for name in ExperimentConfig(train=config).unresolved_fields():
-        if name.startswith("train."):
+        if name in ("train.epochs", "train.batch_size"):
             raise ValueError(unresolved_message(name))
 
 

@@ -26,7 +26,7 @@ def train_digits(*, epochs: int, mesh: bool) -> tuple[SpecRaGEState, History]:
     state = create_state(
         [v.shape[1] for v in views],
         ModelConfig(n_components=10, view_hidden=(64, 64)),
-        GraphConfig(n_neighbors=10),
+        GraphConfig(n_neighbors=10, degree_normalization="none"),
         OrthoConfig(),
         learning_rate=1e-3,
         seed=0,
