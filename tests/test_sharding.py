@@ -31,13 +31,16 @@ from tests.simulated_devices import run_child_result
 CHILD = textwrap.dedent("""
     import json
     import jax, jax.numpy as jnp, numpy as np
-    from specrage_jax.config import GraphConfig, ModelConfig, OrthoConfig
+    import dataclasses
+    from specrage_jax.config import OrthoConfig
+    from specrage_jax.presets import preset_base
     from specrage_jax.training.steps import Batch, eval_loss, grad_step, ortho_step, train_step
     from specrage_jax.nets.state import create_state, embed_batch
     from specrage_jax.training import sharding as sh
 
-    MODEL = ModelConfig(n_components=4, view_hidden=(32, 32), weighting_hidden=(16,))
-    GRAPH = GraphConfig(n_neighbors=5, degree_normalization="none")
+    FIXED = preset_base()  # every setting fixed: the low-level API sees no data to resolve from
+    MODEL = dataclasses.replace(FIXED.model, n_components=4, view_hidden=(32, 32), weighting_hidden=(16,))
+    GRAPH = dataclasses.replace(FIXED.graph, n_neighbors=5)
     DIMS, M, N_DEV = (7, 5), 64, 4
     assert jax.device_count() == N_DEV, jax.devices()
     mesh = sh.make_data_mesh(N_DEV)
@@ -127,11 +130,10 @@ CHILD = textwrap.dedent("""
     except ValueError as e:
         out["too_many_error"] = str(e)
     # the training loop: train_loop(mesh=...) against train_loop() from the same state, seed and data
-    from specrage_jax.config import TrainConfig
     from specrage_jax.training.loop import train_loop
     views = tuple(rng.standard_normal((200, d)).astype(np.float32) for d in DIMS)
     val = tuple(rng.standard_normal((72, d)).astype(np.float32) for d in DIMS)
-    tc = TrainConfig(epochs=2, batch_size=64, progress=False)
+    tc = dataclasses.replace(FIXED.train, epochs=2, batch_size=64, progress=False)
     fit_single, h1 = train_loop(fresh(True), views, val, tc, seed=3)
     fit_multi, h4 = train_loop(fresh(True), views, val, tc, seed=3, mesh=mesh)
     out["fit"] = {"params_max_abs_diff": max_diff(fit_single.params, fit_multi.params),
@@ -139,7 +141,7 @@ CHILD = textwrap.dedent("""
                   "train_loss": [[r.train_loss for r in h.epochs] for h in (h1, h4)],
                   "state_all_replicated": all(sh.is_replicated_on(x, mesh) for x in jax.tree.leaves(fit_multi))}
     # the device-resident epoch (one compiled scan per epoch, batches gathered on the devices)
-    tc_dev = TrainConfig(epochs=2, batch_size=64, progress=False, data_on_device=True)
+    tc_dev = dataclasses.replace(tc, data_on_device=True)
     fit_dev, h_dev = train_loop(fresh(True), views, val, tc_dev, seed=3, mesh=mesh)
     out["fit_on_device"] = {"params_max_abs_diff": max_diff(fit_single.params, fit_dev.params),
                             "r_inv_max_abs_diff": max_diff(fit_single.r_inv, fit_dev.r_inv),
@@ -158,7 +160,7 @@ CHILD = textwrap.dedent("""
                                                    max_diff(fit_single_m.r_inv, fit_dev_m.r_inv)),
                          "train_loss": [[r.train_loss for r in h.epochs] for h in (hm1, hm4, hm_dev)]}
     try:
-        train_loop(fresh(True), views, val, TrainConfig(epochs=1, batch_size=62, progress=False), seed=3, mesh=mesh)
+        train_loop(fresh(True), views, val, dataclasses.replace(tc, epochs=1, batch_size=62), seed=3, mesh=mesh)
         out["fit_indivisible_error"] = None
     except ValueError as e:
         out["fit_indivisible_error"] = str(e)
