@@ -53,3 +53,55 @@ def test_a_moved_number_reports_the_runs_whose_choice_changes():
     assert sensitivity.moves([clear, dense], "CLEAR_EIGENGAP", 1.2) == []
     moved = sensitivity.moves([clear, dense], "CLEAR_EIGENGAP", 1.6)  # 1.5 no longer clears the bar
     assert moved == [{"dataset": "a", "seed": 0, "from": [5, 3], "to": [30, None]}]
+
+
+def test_the_rule_check_fits_only_the_runs_its_rule_keys_move():
+    check = load_experiment("rule_check")
+    same = {"graph.n_neighbors": 30, "model.n_components": 4, "data.preprocess": ["svd_l2"]}
+    before = [
+        {"run": "a", "seed": 0, "settings": same},
+        {"run": "b", "seed": 0, "settings": same},
+        {"run": "c", "seed": 1, "settings": same},
+    ]
+    after = [
+        {"run": "a", "seed": 0, "settings": same},
+        {"run": "b", "seed": 0, "settings": {**same, "graph.n_neighbors": 10}},
+        {"run": "c", "seed": 1, "settings": {**same, "data.preprocess": ["standard_l2"]}},
+    ]
+    replayable, other = check.moved_runs(before, after)
+    assert [(old["run"], new["settings"]["graph.n_neighbors"]) for old, new in replayable] == [("b", 10)]
+    assert [(row["run"], row["after"]["data.preprocess"]) for row in other] == [("c", ["standard_l2"])]
+    assert check.overrides_for(after[1]["settings"]) == ["graph.n_neighbors=10", "model.n_components=4"]
+    with pytest.raises(SystemExit, match="different runs"):
+        check.moved_runs(before, after[:2])
+
+
+def test_the_rule_check_summary_counts_the_bars_a_change_crosses():
+    check = load_experiment("rule_check")
+    rows = [
+        {"regime": "suite", "before_acc": 0.80, "after_acc": 0.70, "bar": 0.75},
+        {"regime": "suite", "before_acc": 0.60, "after_acc": 0.66, "bar": 0.65},
+        {"regime": "cli", "before_acc": 0.90, "after_acc": 0.92, "bar": None},
+    ]
+    summary = check.summary_by_regime(rows)
+    assert summary["suite"]["runs"] == 2 and summary["suite"]["fell_below_bar"] == 1
+    assert summary["suite"]["rose_to_bar"] == 1 and summary["suite"]["largest_loss"] == pytest.approx(-0.10)
+    assert summary["suite"]["mean_change"] == pytest.approx(-0.02)
+    assert summary["cli"] == {
+        "runs": 1,
+        "mean_change": pytest.approx(0.02),
+        "largest_loss": pytest.approx(0.02),
+        "fell_below_bar": 0,
+        "rose_to_bar": 0,
+    }
+
+
+@pytest.mark.slow
+def test_a_run_fitted_with_its_resolved_rule_settings_set_is_the_default_fit(data_dir):
+    check = load_experiment("rule_check")
+    settings = check.resolve_estimator("WebKB", data_dir, 0)
+    assert set(check.RULE_KEYS) <= set(settings)
+    imposed, bar = check.fitted_acc("WebKB", 0, data_dir, check.overrides_for(settings))
+    data, _ = check.load_named("WebKB", data_dir, 0)
+    default = check.run_devsuite_dataset(data, check.regime_baselines(data_dir)["WebKB"], 0, [])
+    assert imposed == default["ACC"] and bar == default["baseline"]["ACC"]
