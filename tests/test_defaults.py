@@ -393,7 +393,7 @@ def test_the_component_choice_explains_the_cut_it_read():
     assert "too small" in ComponentChoice(3, "clusters", {}).explain(3)
 
 
-def test_a_tie_at_k_grows_the_dimension_to_the_next_clear_gap():
+def test_a_tie_at_k_grows_the_dimension_to_the_next_gap_that_clears_the_bar():
     # lambda_10 = 2.555 and lambda_11 = 2.561 tie (0.2 %); 2.939 is 15 % above: both directions, c = 11
     spectrum = np.array([0.0, 0.36, 0.5, 0.72, 0.9, 1.13, 1.58, 1.77, 1.92, 2.555, 2.561, 2.939, 3.1])
     assert tie_resolved_count(spectrum, 10) == 11
@@ -401,6 +401,8 @@ def test_a_tie_at_k_grows_the_dimension_to_the_next_clear_gap():
     flat = np.array([0.0, 8.0, 8.3, 8.33, 8.5, 8.55, 8.7, 8.8, 8.9])  # ties all along: no c is better than k
     assert tie_resolved_count(flat, 4) == 4
     assert tie_resolved_count(spectrum[:10], 10) == 10  # too few eigenvalues to see a tie
+    # one bar both ways: lambda_4 5 % above lambda_3 is not a gap, lambda_5 24 % above lambda_4 is
+    assert tie_resolved_count(np.array([0.0, 0.5, 1.0, 1.05, 1.3]), 3) == 4
 
 
 def test_component_count_resolves_a_tie_the_cuts_do_not_see():
@@ -414,7 +416,7 @@ def test_component_count_resolves_a_tie_the_cuts_do_not_see():
     values = np.linalg.eigvalsh(np.diag(np.asarray(w.sum(1)).ravel()) - w.toarray())
     assert abs(values[2] - values[1]) < 1e-6 * values[1] and values[3] > 1.5 * values[2]
     assert component_count(w, 2).c == 3 and component_count(w, 2).rule == "tie"
-    assert "lambda_k+1 is within" in component_count(w, 2).explain(2)
+    assert "lambda_k+1 is less than 8% above lambda_k" in component_count(w, 2).explain(2)
     assert component_count(w, 3).c == 3  # no tie at 3
 
 

@@ -42,8 +42,7 @@ AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l inst
 EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
 CLEAR_NCUT_GAIN = 0.075  # more components only where they cut the graph this much less (then the lowest cut)
 MANY_CLUSTERS = 20  # above this many clusters: n_components is k and each batch's graphs are degree-normalized
-EIGENVALUE_TIE = 0.02  # lambda_c+1 within this (relative) of lambda_c: the bottom c directions are ill-determined
-EIGENVALUE_CLEAR = 0.08  # ... and the subspace grows to the first c whose next eigenvalue is this much above
+EIGENVALUE_GAP = 0.08  # lambda_c+1 this much (relative) above lambda_c: the bottom c directions are determined
 GROWN_BATCH_MAX = 8192  # views missing: the batch grows at most to this many rows ((V, m, m) graphs)
 
 
@@ -294,8 +293,8 @@ class ComponentChoice:
         values = self.eigenvalues
         if self.rule == "tie" and len(values) > k:
             return (
-                f"{self.c} directions: lambda_k+1 is within {EIGENVALUE_TIE:.0%} of lambda_k "
-                f"({values[k - 1]:.4g}, {values[k]:.4g}), so c grows to the next clear gap{cuts}"
+                f"{self.c} directions: lambda_k+1 is less than {EIGENVALUE_GAP:.0%} above lambda_k "
+                f"({values[k - 1]:.4g}, {values[k]:.4g}), so c grows to the next gap that large{cuts}"
             )
         if self.rule == "sparse graph in doubt":
             return (
@@ -323,9 +322,10 @@ def batch_component_count(
 
 def tie_resolved_count(eigenvalues: np.ndarray, n_clusters: int) -> int:
     """The fewest directions c >= k whose subspace the eigenvalues (ascending, at least k + 1)
-    determine: k unless lambda_k+1 is within EIGENVALUE_TIE (relative) of lambda_k; then the
-    first c after k with lambda_c+1 at least EIGENVALUE_CLEAR above lambda_c, or k where none
-    within the eigenvalues given is (a flat spectrum: no c is better determined than k).
+    determine: the first c from k with lambda_c+1 at least EIGENVALUE_GAP (relative) above
+    lambda_c, or k where none within the eigenvalues given is (a flat spectrum: no c is better
+    determined than k). One bar for both sides: a gap under it at k is a tie, and the count
+    grows to the first gap that clears it.
 
     Near a tie lambda_k ~ lambda_k+1, the bottom-k eigen-subspace is ill-determined (a small
     change of the graph rotates it by a large angle; Davis-Kahan), and the loss cannot tell the
@@ -338,9 +338,9 @@ def tie_resolved_count(eigenvalues: np.ndarray, n_clusters: int) -> int:
     def relative_gap(c: int) -> float:  # (lambda_c+1 - lambda_c) / lambda_c, 1-based c
         return float((values[c] - values[c - 1]) / max(values[c - 1], 1e-12))
 
-    if len(values) <= k or relative_gap(k) >= EIGENVALUE_TIE:
+    if len(values) <= k:
         return k
-    return next((c for c in range(k + 1, len(values)) if relative_gap(c) >= EIGENVALUE_CLEAR), k)
+    return next((c for c in range(k, len(values)) if relative_gap(c) >= EIGENVALUE_GAP), k)
 
 
 def component_count(w: sp.spmatrix, n_clusters: int, *, seed: int = 0, split_in_doubt: bool = False) -> ComponentChoice:
