@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
@@ -312,6 +313,9 @@ def main() -> None:
             results[name] = run_variant(
                 name, args.data_dir, variant_baselines[name], args.seed, args.overrides, args.missing
             )
+        # XLA:CPU keeps each compiled program in memory maps of its own for the life of the process;
+        # a run over every variant reached vm.max_map_count and crashed. One set's programs serve no other.
+        jax.clear_caches()
         r = results[name]
         bar = r["baseline"]["ACC"] if "baseline" in r else r.get("target_ACC")
         print(
