@@ -5,8 +5,8 @@ the seeded batch the defaults read (the same rows ``resolve_defaults`` sees) eve
 setting's graph is built: graph inputs (the model's rows, and the unreduced rows where a view is
 projected) x l in ``NEIGHBOR_CANDIDATES`` x degree normalization (none, samples). Each graph's
 bottom c eigenvectors of the unnormalized Laplacian (what the network's loss is minimized by),
-c = k .. k + min(k, 5), unit rows, k-means (k clusters, n_init 10, seed 0) give one partition
-of the batch. Each view's own graph at every l gives the view's partition (c = k).
+c = k .. 2k (the component rule's candidates), unit rows, k-means (k clusters, n_init 10,
+seed 0) give one partition of the batch. Each view's own graph at every l gives the view's partition (c = k).
 
 Saved per dataset (``OUT/NAME.npz``): the partitions (``setting`` keys ``inputs|l|norm|c`` and
 ``view|v|l``), the batch's labels and the settings the current defaults resolve; a selection
@@ -42,7 +42,7 @@ from specrage_jax.training.graph_probes import (
     present_neighbor_lists,
     seeded_rows,
 )
-from specrage_jax.training.graph_rules import EXTRA_COMPONENTS_MAX, NEIGHBOR_CANDIDATES
+from specrage_jax.training.graph_rules import NEIGHBOR_CANDIDATES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from devsuite import PAPER_DATASETS, load_paper_dataset
@@ -132,7 +132,7 @@ def dataset_partitions(data: MultiViewData, paper: bool, seed: int) -> dict[str,
     if unreduced is not None:
         inputs["unreduced"] = unreduced
     candidates = [l for l in NEIGHBOR_CANDIDATES if l <= m // 3]
-    counts = range(k, k + min(k, EXTRA_COMPONENTS_MAX) + 1)
+    counts = range(k, 2 * k + 1)
     out: dict[str, Any] = {"labels": fit.labels[batch]}
     with threadpool_limits(limits=1, user_api="openmp"):
         for name, graph_views in inputs.items():

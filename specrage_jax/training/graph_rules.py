@@ -39,7 +39,6 @@ SUSTAINED_EIGENGAP = 1.1  # a modest split: what a clear gap keeps over the next
 SUSTAINED_RUN = 3  # clear gap, a run of this many consecutive sparser candidates scoring it takes the run's largest l
 AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
 AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
-EXTRA_COMPONENTS_MAX = 5  # n_components is chosen among k .. k + min(k, this)
 CLEAR_NCUT_GAIN = 0.075  # more components only where they cut the graph this much less (then the lowest cut)
 MANY_CLUSTERS = 20  # above this many clusters: n_components is k and each batch's graphs are degree-normalized
 EIGENVALUE_GAP = 0.08  # lambda_c+1 this much (relative) above lambda_c: the bottom c directions are determined
@@ -352,9 +351,9 @@ def component_count(w: sp.spmatrix, n_clusters: int, *, seed: int = 0, split_in_
     separates two clusters:
 
     * no eigengap at k: a split inside one class may cost the graph about as little as the
-      split between two classes. For each c from k to k + min(k, EXTRA_COMPONENTS_MAX), k-means
-      (k clusters, unit rows) partitions the bottom c eigenvectors of w (m, m), and the
-      partition is scored by its normalized cut of w. c stays k unless some c cuts the graph
+      split between two classes. For each c from k to 2k (at most one more direction per
+      cluster), k-means (k clusters, unit rows) partitions the bottom c eigenvectors of w
+      (m, m), and the partition is scored by its normalized cut of w. c stays k unless some c cuts the graph
       at least CLEAR_NCUT_GAIN less (relative); then the count with the lowest cut (ties: the
       fewest);
     * a tie at k, where the cuts keep k (:func:`tie_resolved_count`): lambda_k+1 about
@@ -376,7 +375,7 @@ def component_count(w: sp.spmatrix, n_clusters: int, *, seed: int = 0, split_in_
     """
     k = n_clusters
     m = w.shape[0]
-    largest = min(k + min(k, EXTRA_COMPONENTS_MAX), m - 2)
+    largest = min(2 * k, m - 2)
     if largest <= k or k > MANY_CLUSTERS:
         return ComponentChoice(k, "many clusters" if k > MANY_CLUSTERS else "clusters", {})
     values, vectors = bottom_laplacian_eigenpairs(w, min(largest + 1, m - 1))
