@@ -315,7 +315,7 @@ def main() -> None:
             )
         # XLA:CPU keeps each compiled program in memory maps of its own for the life of the process;
         # a run over every variant segfaulted in its 37th set, as the test suite did at vm.max_map_count.
-        # One set's programs serve no other.
+        # Clearing costs a recompile where the next set has the same shapes.
         jax.clear_caches()
         r = results[name]
         bar = r["baseline"]["ACC"] if "baseline" in r else r.get("target_ACC")

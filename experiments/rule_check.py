@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,11 +38,11 @@ import numpy as np
 
 from specrage_jax.data.registry import load_dataset
 from specrage_jax.runs.experiment import run_experiment
-from specrage_jax.runs.prepare import prepare_splits, preset_config, resolve_run_defaults
+from specrage_jax.runs.prepare import preset_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from defaults_proxy import PROXY_DATASETS, load_named, resolved_fit
-from defaults_sensitivity import ALL_ROWS, CLI_RUNS
+from defaults_proxy import load_named, resolved_fit
+from defaults_sensitivity import cli_dataset, cli_resolution, judged_runs
 from devsuite import (
     PAPER_DATASETS,
     VARIANTS_BASELINES,
@@ -73,38 +72,21 @@ def resolve_estimator(name: str, data_dir: str, seed: int, *, all_rows: bool = F
 
 
 def resolve_cli(name: str, data_dir: str, seed: int) -> dict[str, Any]:
-    data = load_dataset(cli_dataset(name, data_dir), seed=seed, data_dir=data_dir)
-    config = preset_config(cli_dataset(name, data_dir), data.n_classes)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        splits = prepare_splits(data, config, seed=seed)
-        _, record = resolve_run_defaults(config, splits, data.n_classes, seed=seed)
-    return settings_of(record)
-
-
-def cli_dataset(name: str, data_dir: str) -> str:
-    """A ``file:`` name of CLI_RUNS read from ``data_dir``; other names as they are."""
-    return name.replace("file:", f"file:{data_dir}/", 1)
+    return settings_of(cli_resolution(name, data_dir, seed)[1])
 
 
 def resolve_all(data_dir: str, seeds: Sequence[int]) -> list[dict[str, Any]]:
     """Every run's resolved settings: [{run, seed, settings}]."""
-    runs = []
-    for seed in seeds:
-        for name in PROXY_DATASETS:
-            runs.append({"run": name, "seed": seed, "settings": resolve_estimator(name, data_dir, seed)})
-        for name in ALL_ROWS:
-            runs.append(
-                {
-                    "run": run_label(name, all_rows=True),
-                    "seed": seed,
-                    "settings": resolve_estimator(name, data_dir, seed, all_rows=True),
-                }
-            )
-    for name, cli_seeds in CLI_RUNS:
-        for seed in cli_seeds:
-            runs.append({"run": run_label(name, cli=True), "seed": seed, "settings": resolve_cli(name, data_dir, seed)})
-    return runs
+    return [
+        {
+            "run": run_label(name, all_rows=protocol == "all rows", cli=protocol == "cli"),
+            "seed": seed,
+            "settings": resolve_cli(name, data_dir, seed)
+            if protocol == "cli"
+            else resolve_estimator(name, data_dir, seed, all_rows=protocol == "all rows"),
+        }
+        for name, seed, protocol in judged_runs(seeds)
+    ]
 
 
 def overrides_for(settings: dict[str, Any]) -> list[str]:

@@ -353,9 +353,9 @@ def component_count(w: sp.spmatrix, n_clusters: int, *, seed: int = 0, split_in_
     * no eigengap at k: a split inside one class may cost the graph about as little as the
       split between two classes. For each c from k to 2k (at most one more direction per
       cluster), k-means (k clusters, unit rows) partitions the bottom c eigenvectors of w
-      (m, m), and the partition is scored by its normalized cut of w. c stays k unless some c cuts the graph
-      at least CLEAR_NCUT_GAIN less (relative); then the count with the lowest cut (ties: the
-      fewest);
+      (m, m), and the partition is scored by its normalized cut of w. c stays k unless some c
+      cuts the graph at least CLEAR_NCUT_GAIN less (relative); then the count with the lowest
+      cut (ties: the fewest);
     * a tie at k, where the cuts keep k (:func:`tie_resolved_count`): lambda_k+1 about
       lambda_k, so the network ends on an arbitrary mix of the two directions; c then grows to
       the first count after which the spectrum has a clear gap.
