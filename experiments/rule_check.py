@@ -22,7 +22,14 @@ twice. Two steps:
         --after /tmp/after.json --out experiments/results/rule_check_NAME.json
 
 A run whose other resolved settings move (the per-view preprocessing, a view left out) cannot be
-replayed by setting the rule keys; ``fit`` lists it and leaves it to a full rerun.
+replayed by setting the rule keys. ``refit`` fits those runs with the defaults of the tree it runs
+in; run it once on each tree and hand both files to ``fit``, which then scores them beside the
+others:
+
+    PYTHONPATH=OLD python experiments/rule_check.py refit --data-dir DATA --before /tmp/before.json \
+        --after /tmp/after.json --out /tmp/refit_before.json   # likewise NEW -> /tmp/refit_after.json
+    PYTHONPATH=. python experiments/rule_check.py fit ... --refit-before /tmp/refit_before.json \
+        --refit-after /tmp/refit_after.json
 """
 
 from __future__ import annotations
@@ -170,11 +177,46 @@ def summary_by_regime(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def refit_others(args: argparse.Namespace) -> None:
+    """Fit the runs whose other settings move with this tree's defaults: {"run@seed": [ACC, bar]}."""
+    before, after = (json.loads(Path(p).read_text())["runs"] for p in (args.before, args.after))
+    fitted = {}
+    for run in moved_runs(before, after)[1]:
+        key = f"{run['run']}@{run['seed']}"
+        fitted[key] = fitted_acc(run["run"], run["seed"], args.data_dir, [])
+        print(f"{key:40s} {fitted[key][0]:.3f}", flush=True)
+    Path(args.out).write_text(json.dumps({"cpu": cpu_model(), "acc": fitted}, indent=1) + "\n")
+
+
+def refitted_rows(other: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Rows for the runs ``refit`` fitted on each tree (none without both files)."""
+    if not (args.refit_before and args.refit_after):
+        return []
+    before, after = (json.loads(Path(p).read_text())["acc"] for p in (args.refit_before, args.refit_after))
+    rows = []
+    for run in other:
+        key = f"{run['run']}@{run['seed']}"
+        moved = {k: [run["before"].get(k), run["after"].get(k)] for k in (*RULE_KEYS, *OTHER_KEYS)}
+        rows.append(
+            {
+                "run": run["run"],
+                "seed": run["seed"],
+                "regime": regime_of(run["run"], args.data_dir),
+                "moved": {k: pair for k, pair in moved.items() if pair[0] != pair[1]},
+                "before_acc": before[key][0],
+                "after_acc": after[key][0],
+                "bar": before[key][1],
+            }
+        )
+    return rows
+
+
 def fit_moved(args: argparse.Namespace) -> None:
     before, after = (json.loads(Path(p).read_text())["runs"] for p in (args.before, args.after))
     replayable, other = moved_runs(before, after)
     print(f"{len(replayable)} runs move by the rule keys alone, {len(other)} by other settings", flush=True)
-    rows = []
+    rows = refitted_rows(other, args)
+    other = other if not rows else []
     for old, new in replayable:
         acc_before, bar = fitted_acc(old["run"], old["seed"], args.data_dir, overrides_for(old["settings"]))
         acc_after, _ = fitted_acc(new["run"], new["seed"], args.data_dir, overrides_for(new["settings"]))
@@ -211,8 +253,15 @@ def main() -> None:
     fit.add_argument("--before", required=True)
     fit.add_argument("--after", required=True)
     fit.add_argument("--out", required=True)
+    fit.add_argument("--refit-before", help="refit's file from the tree before the change")
+    fit.add_argument("--refit-after", help="refit's file from the tree after the change")
+    refit = commands.add_parser("refit", help="fit the runs whose other settings move, with this tree's defaults")
+    for flag in ("--data-dir", "--before", "--after", "--out"):
+        refit.add_argument(flag, required=True)
     args = parser.parse_args()
-    if args.command == "resolve":
+    if args.command == "refit":
+        refit_others(args)
+    elif args.command == "resolve":
         runs = resolve_all(args.data_dir, args.seeds)
         Path(args.out).write_text(json.dumps({"cpu": cpu_model(), "runs": runs}, indent=1) + "\n")
         print(f"{len(runs)} runs resolved: {args.out}")

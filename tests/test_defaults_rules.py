@@ -50,9 +50,11 @@ def test_a_moved_number_reports_the_runs_whose_choice_changes():
     clear = sensitivity.Measured("a", 0, 3, {5: 1.5, 8: 1.4, 30: 1.05}, float("nan"), {}, (), 5, 3)
     dense = sensitivity.Measured("b", 0, 3, {5: 1.02, 8: 1.01, 30: 1.0}, float("nan"), {}, (), 30, 3)
     assert sensitivity.replayed(clear) == (5, 3) and sensitivity.replayed(dense) == (30, 3)
-    assert sensitivity.moves([clear, dense], "CLEAR_EIGENGAP", 1.2) == []
-    moved = sensitivity.moves([clear, dense], "CLEAR_EIGENGAP", 1.6)  # 1.5 no longer clears the bar
+    assert sensitivity.moves([clear, dense], "EIGENVALUE_GAP", 0.1) == []
+    # the clear bar 1 + GAP_GAIN x 0.3 = 1.6 moves with the tuned number: 1.5 no longer clears it
+    moved = sensitivity.moves([clear, dense], "EIGENVALUE_GAP", 0.3)
     assert moved == [{"dataset": "a", "seed": 0, "from": [5, 3], "to": [30, None]}]
+    assert sensitivity.moves([clear, dense], "GAP_GAIN", 6.0) == moved  # 1 + 6 x 0.1 likewise
 
 
 def test_the_rule_check_fits_only_the_runs_its_rule_keys_move():

@@ -405,9 +405,9 @@ class DataConfig:
     unrelated_views: str = setting(
         "leave_out",
         "keep (every view takes part) | leave_out (complete data: a view whose neighbourhoods no other "
-        "view shares beyond a third of what two other views share, at most 3 standard deviations above "
-        "chance, and whose own kNN graph splits the rows less cleanly than theirs is left out of the fit, "
-        "with a warning; transform still takes it and gives it weight 0)",
+        "view shares beyond chance (3 standard deviations), while two other views share theirs, and "
+        "whose own kNN graph splits the rows less cleanly than theirs is left out of the fit, with a "
+        "warning; transform still takes it and gives it weight 0)",
     )
 
     def __post_init__(self) -> None:

@@ -33,15 +33,15 @@ from specrage_jax.validation import present_views
 
 NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen among these
 CLASS_SHARE_OF_NEIGHBORS = 1.0  # l is below this share of the expected cluster size m / k
-CLEAR_EIGENGAP = 1.2  # a sparser graph must split the batch at least this cleanly (lambda_k+1 / lambda_k) ...
-GAP_GAIN = 2.0  # ... with a gap at least this many times the dense graph's
-SUSTAINED_EIGENGAP = 1.1  # a modest split: what a clear gap keeps over the next larger candidates; with no
-SUSTAINED_RUN = 3  # clear gap, a run of this many consecutive sparser candidates scoring it takes the run's largest l
+EIGENVALUE_GAP = 0.10  # a Laplacian eigenvalue this much (relative) above the one below it: a determined split
+GAP_GAIN = 2.0  # "clearly": a gap at least this many times another (the dense graph's; the modest one)
+SUSTAINED_EIGENGAP = 1.0 + EIGENVALUE_GAP  # a modest split (lambda_k+1 / lambda_k): what a clear gap keeps over the
+SUSTAINED_RUN = 3  # next larger candidates; with no clear gap, a run of this many sparser candidates scoring it
+CLEAR_EIGENGAP = 1.0 + GAP_GAIN * EIGENVALUE_GAP  # a clear split: GAP_GAIN times the modest gap
 AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
 AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 CLEAR_NCUT_GAIN = 0.075  # more components only where they cut the graph this much less (then the lowest cut)
 MANY_CLUSTERS = 20  # above this many clusters: n_components is k and each batch's graphs are degree-normalized
-EIGENVALUE_GAP = 0.08  # lambda_c+1 this much (relative) above lambda_c: the bottom c directions are determined
 GROWN_BATCH_MAX = 8192  # views missing: the batch grows at most to this many rows ((V, m, m) graphs)
 
 
