@@ -78,6 +78,45 @@ def test_the_rule_check_fits_only_the_runs_its_rule_keys_move():
         check.moved_runs(before, after[:2])
 
 
+def test_the_rule_check_scores_runs_refitted_on_each_tree_beside_the_others(tmp_path):
+    """A run whose other settings move (a view left out) is fitted with each tree's defaults by
+    ``refit``; ``fit`` reads both files and reports it with the settings that moved."""
+    import argparse
+    import json
+
+    check = load_experiment("rule_check")
+    other = [
+        {
+            "run": "c",
+            "seed": 1,
+            "before": {"graph.n_neighbors": 10, "data.unrelated_views": None},
+            "after": {"graph.n_neighbors": 10, "data.unrelated_views": [2]},
+        }
+    ]
+    (tmp_path / "before.json").write_text(json.dumps({"acc": {"c@1": [0.70, 0.75]}}))
+    (tmp_path / "after.json").write_text(json.dumps({"acc": {"c@1": [0.80, 0.75]}}))
+    args = argparse.Namespace(
+        data_dir=str(tmp_path), refit_before=str(tmp_path / "before.json"), refit_after=str(tmp_path / "after.json")
+    )
+    rows = check.refitted_rows(other, args)
+    assert rows == [
+        {
+            "run": "c",
+            "seed": 1,
+            "regime": "variants",
+            "moved": {"data.unrelated_views": [None, [2]]},
+            "before_acc": 0.70,
+            "after_acc": 0.80,
+            "bar": 0.75,
+        }
+    ]
+    assert check.summary_by_regime(rows)["variants"]["rose_to_bar"] == 1
+    assert (
+        check.refitted_rows(other, argparse.Namespace(data_dir=str(tmp_path), refit_before=None, refit_after=None))
+        == []
+    )
+
+
 def test_the_rule_check_summary_counts_the_bars_a_change_crosses():
     check = load_experiment("rule_check")
     rows = [
