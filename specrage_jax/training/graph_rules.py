@@ -38,9 +38,9 @@ GAP_GAIN = 2.0  # "clearly": a gap at least this many times another (the dense g
 SUSTAINED_EIGENGAP = 1.0 + EIGENVALUE_GAP  # a modest split (lambda_k+1 / lambda_k): what a clear gap keeps over the
 SUSTAINED_RUN = 3  # next larger candidates; with no clear gap, a run of this many sparser candidates scoring it
 CLEAR_EIGENGAP = 1.0 + GAP_GAIN * EIGENVALUE_GAP  # a clear split: GAP_GAIN times the modest gap
+CLEAR_NCUT_GAIN = EIGENVALUE_GAP  # more components only where they cut the graph this much less (relative)
 AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
 AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
-CLEAR_NCUT_GAIN = 0.075  # more components only where they cut the graph this much less (then the lowest cut)
 MANY_CLUSTERS = 20  # above this many clusters: n_components is k and each batch's graphs are degree-normalized
 GROWN_BATCH_MAX = 8192  # views missing: the batch grows at most to this many rows ((V, m, m) graphs)
 
