@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +49,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "SUSTAINED_RUN": (2, 4),
     "AGREEING_VIEWS": (0.2, 0.225, 0.275, 0.3),
 }
-DERIVED: dict[str, Callable[[Any], float]] = {  # graph_rules' bars computed from its tuned numbers
-    "SUSTAINED_EIGENGAP": lambda rules: 1.0 + rules.EIGENVALUE_GAP,
-    "CLEAR_EIGENGAP": lambda rules: 1.0 + rules.GAP_GAIN * rules.EIGENVALUE_GAP,
-    "CLEAR_NCUT_GAIN": lambda rules: rules.EIGENVALUE_GAP,
-}
+DERIVED = ("SUSTAINED_EIGENGAP", "CLEAR_EIGENGAP", "CLEAR_NCUT_GAIN")  # graph_rules.derived_bars' outputs
 CLI_RUNS = (("handwritten", range(10)), ("file:BDGP.mat", range(5)))  # the command line's split, no preset
 ALL_ROWS = ("handwritten", "bdgp")  # the paper's sets fitted on every row, as a user fits a file
 
@@ -170,8 +166,9 @@ def moved_number(name: str, value: float) -> Iterator[None]:
     """graph_rules.``name`` set to ``value``, and the bars derived from it recomputed."""
     with ExitStack() as stack:
         stack.enter_context(mock.patch.object(graph_rules, name, type(getattr(graph_rules, name))(value)))
-        for derived, formula in DERIVED.items():
-            stack.enter_context(mock.patch.object(graph_rules, derived, formula(graph_rules)))
+        bars = graph_rules.derived_bars(graph_rules.EIGENVALUE_GAP, graph_rules.GAP_GAIN)
+        for derived, bar in zip(DERIVED, bars, strict=True):
+            stack.enter_context(mock.patch.object(graph_rules, derived, bar))
         yield
 
 

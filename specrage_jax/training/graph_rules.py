@@ -35,10 +35,19 @@ NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen 
 CLASS_SHARE_OF_NEIGHBORS = 1.0  # l is below this share of the expected cluster size m / k
 EIGENVALUE_GAP = 0.10  # a Laplacian eigenvalue this much (relative) above the one below it: a determined split
 GAP_GAIN = 2.0  # "clearly": a gap at least this many times another (the dense graph's; the modest one)
-SUSTAINED_EIGENGAP = 1.0 + EIGENVALUE_GAP  # a modest split (lambda_k+1 / lambda_k): what a clear gap keeps over the
-SUSTAINED_RUN = 3  # next larger candidates; with no clear gap, a run of this many sparser candidates scoring it
-CLEAR_EIGENGAP = 1.0 + GAP_GAIN * EIGENVALUE_GAP  # a clear split: GAP_GAIN times the modest gap
-CLEAR_NCUT_GAIN = EIGENVALUE_GAP  # more components only where they cut the graph this much less (relative)
+SUSTAINED_RUN = 3  # no clear gap: a run of this many sparser candidates at the modest split takes the run's largest l
+
+
+def derived_bars(eigenvalue_gap: float, gap_gain: float) -> tuple[float, float, float]:
+    """(SUSTAINED_EIGENGAP, CLEAR_EIGENGAP, CLEAR_NCUT_GAIN) from the two tuned numbers: a modest
+    split lambda_k+1 / lambda_k >= 1 + gap (what a clear gap must keep over the next larger
+    candidates); a clear split GAP_GAIN times that gap; more components only where their
+    normalized cut is that much (relative) lower (the relaxed cut is the sum of the bottom
+    eigenvalues, so one relative bar serves both)."""
+    return 1.0 + eigenvalue_gap, 1.0 + gap_gain * eigenvalue_gap, eigenvalue_gap
+
+
+SUSTAINED_EIGENGAP, CLEAR_EIGENGAP, CLEAR_NCUT_GAIN = derived_bars(EIGENVALUE_GAP, GAP_GAIN)
 AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
 AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 MANY_CLUSTERS = 20  # above this many clusters: n_components is k and each batch's graphs are degree-normalized
