@@ -147,8 +147,8 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
         for stage in mine[0]["stage_seconds"]:
             cost_ax.plot(sizes, [r["stage_seconds"][stage] for r in mine], marker=".", label=stage)
         cost_ax.set_title(f"Seconds per stage ({kind})")
+        cost_ax.legend(fontsize=7)
     cost_ax.set(xscale="log", yscale="log", xlabel="samples n", ylabel="seconds")
-    cost_ax.legend(fontsize=7)
     for r in runs:
         if r.get("validation_acc"):
             trace = r["validation_acc"]

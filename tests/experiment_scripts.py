@@ -13,7 +13,10 @@ EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 def load_experiment(name: str, *, module_name: str | None = None) -> ModuleType:
     """experiments/<name>.py executed as a fresh module, registered in ``sys.modules`` under
     ``module_name`` (default ``name``): dataclasses look their module up there while a class is
-    built, and the scripts import one another by that name."""
+    built, and the scripts import one another by that name, from their folder on ``sys.path`` as
+    when one runs as a script."""
+    if str(EXPERIMENTS) not in sys.path:
+        sys.path.insert(0, str(EXPERIMENTS))
     registered = module_name or name
     spec = importlib.util.spec_from_file_location(registered, EXPERIMENTS / f"{name}.py")
     assert spec is not None and spec.loader is not None
