@@ -1,16 +1,17 @@
-"""What a number of the training, not of the graph, is worth: devsuite runs with it moved, beside the defaults.
+"""What a number rule_check cannot replay is worth: devsuite runs with it moved, beside the defaults.
 
 ``STEP_BUDGET``, ``MIN_STEPS_PER_EPOCH`` and ``WIDTHS_BY_ROWS`` (``training/defaults.py``) decide
-how a fit trains, not which graph it trains on, so ``experiments/rule_check.py`` cannot replay
-them: each alternative is a full ``experiments/devsuite.py`` run with ``--set`` overrides. Where
-the whole training set is one batch an epoch is 10 steps, so ``train.epochs=20`` is a budget of
-200 steps. This script reads the runs' JSON files, the defaults' and each alternative's (suite,
-paper sets and variants, one file or several per setting), and writes per dataset the test ACC
-under every setting, per setting and regime the mean ACC, the mean ratio to the bar, how many
-sets reach their bar and the lowest ratio, and each setting's change against the first one on the
-datasets both ran. With ``--contamination``, each setting's
-``experiments/robustness_default.py`` file adds what the view weights do under contamination: the
-contaminated and clean rows' mean weight over the views, and the test ACC clean and contaminated.
+how a fit trains, ``MIN_FEATURES_FOR_UNIT_ROWS`` (``data/preprocess.py``) how a view is scaled;
+``experiments/rule_check.py`` replays resolved graph settings only, so each alternative is a full
+``experiments/devsuite.py`` run with ``--set`` overrides. Where the whole training set is one batch
+an epoch is 10 steps, so ``train.epochs=20`` is a budget of 200 steps. This script reads the runs'
+JSON files, the defaults' and each alternative's (suite, paper sets and variants, one file or
+several per setting), and writes per dataset the test ACC under every setting, per setting and
+regime the mean ACC, the mean ratio to the bar, how many sets reach their bar and the lowest ratio,
+and each setting's change against the first one on the datasets both ran. With ``--contamination``,
+each setting's ``experiments/robustness_default.py`` file adds what the view weights do under
+contamination: the contaminated and clean rows' mean weight over the views, and the test ACC clean
+and contaminated.
 
     PYTHONPATH=. python experiments/devsuite.py --data-dir DATA --datasets SUITE... --variants all \\
         --set train.epochs=20 --out /tmp/steps200
