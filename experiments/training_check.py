@@ -29,14 +29,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-PAPER_SETS = ("handwritten", "bdgp", "digits")
 
-
-def regime_of(name: str, result: Mapping[str, Any]) -> str:
-    """'variants', 'paper split' or 'suite' for one devsuite result."""
+def regime_of(result: Mapping[str, Any]) -> str:
+    """'variants', 'paper split' (devsuite's test-split protocol) or 'suite' for one devsuite result."""
     if result.get("variant"):
         return "variants"
-    return "paper split" if name in PAPER_SETS else "suite"
+    return "paper split" if result.get("protocol") == "test split" else "suite"
 
 
 def bar_of(result: Mapping[str, Any]) -> float | None:
@@ -112,7 +110,7 @@ def compare(settings: Mapping[str, Sequence[str]]) -> dict[str, Any]:
         results, overrides, cpu = merged_results(paths)
         meta[setting] = {"overrides": overrides, "cpu": cpu, "files": [Path(p).name for p in paths]}
         for name, result in results.items():
-            entry = per_dataset.setdefault(name, {"regime": regime_of(name, result), "bar": bar_of(result), "ACC": {}})
+            entry = per_dataset.setdefault(name, {"regime": regime_of(result), "bar": bar_of(result), "ACC": {}})
             entry["ACC"][setting] = float(result["ACC"])
     reference = next(iter(settings))
     return {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,13 +39,20 @@ GAP_GAIN = 2.0  # "clearly": a gap at least this many times another (the dense g
 SUSTAINED_RUN = 3  # no clear gap: a run of this many sparser candidates at the modest split takes the run's largest l
 
 
-def derived_bars(eigenvalue_gap: float, gap_gain: float) -> tuple[float, float, float]:
-    """(SUSTAINED_EIGENGAP, CLEAR_EIGENGAP, CLEAR_NCUT_GAIN) from the two tuned numbers: a modest
-    split lambda_k+1 / lambda_k >= 1 + gap (what a clear gap must keep over the next larger
-    candidates); a clear split GAP_GAIN times that gap; more components only where their
-    normalized cut is that much (relative) lower (the relaxed cut is the sum of the bottom
-    eigenvalues, so one relative bar serves both)."""
-    return 1.0 + eigenvalue_gap, 1.0 + gap_gain * eigenvalue_gap, eigenvalue_gap
+class DerivedBars(NamedTuple):
+    """The bars computed from the two tuned numbers, named as this module's constants."""
+
+    SUSTAINED_EIGENGAP: float
+    CLEAR_EIGENGAP: float
+    CLEAR_NCUT_GAIN: float
+
+
+def derived_bars(eigenvalue_gap: float, gap_gain: float) -> DerivedBars:
+    """The bars from the two tuned numbers: a modest split lambda_k+1 / lambda_k >= 1 + gap (what
+    a clear gap must keep over the next larger candidates); a clear split GAP_GAIN times that gap;
+    more components only where their normalized cut is that much (relative) lower (the relaxed
+    cut is the sum of the bottom eigenvalues, so one relative bar serves both)."""
+    return DerivedBars(1.0 + eigenvalue_gap, 1.0 + gap_gain * eigenvalue_gap, eigenvalue_gap)
 
 
 SUSTAINED_EIGENGAP, CLEAR_EIGENGAP, CLEAR_NCUT_GAIN = derived_bars(EIGENVALUE_GAP, GAP_GAIN)
