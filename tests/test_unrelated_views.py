@@ -4,6 +4,7 @@ transform, predict, score, view_weights, pickling and save/load."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pickle
 from pathlib import Path
@@ -15,6 +16,7 @@ from specrage_jax import SpecRaGE
 from specrage_jax.data import make_blobs_views
 from specrage_jax.evaluation.metrics import clustering_accuracy
 from specrage_jax.training.graph_probes import present_neighbor_lists
+from specrage_jax.training.graph_rules import CLEAR_EIGENGAP, SUSTAINED_EIGENGAP
 from specrage_jax.training.unrelated_views import (
     INDEPENDENCE_Z,
     ViewRelation,
@@ -67,6 +69,47 @@ def test_a_view_with_clusters_of_its_own_is_kept_even_when_no_other_view_shares_
     assert relations[2].overlap_z < INDEPENDENCE_Z  # unrelated neighbourhoods ...
     assert not relations[2].unrelated  # ... but structure of its own
     assert unrelated_views(relations) == ()
+
+
+def test_of_two_copies_of_a_view_without_clusters_one_is_left_out_beside_a_view_that_splits_clearly():
+    """A view of noise and its noisy copy share their neighbourhoods (so the relation test keeps
+    both) but show no k groups; beside blobs that split clearly, the less structured of the two is
+    left out, and two views stay."""
+    views, _ = _blobs()
+    m = views[0].shape[0]
+    noise = _noise(m, width=40)
+    copy = noise + 0.3 * _noise(m, width=40, seed=5)
+    relations = view_relations([views[0], noise, copy], 5, seed=0)
+    assert not any(r.unrelated for r in relations)  # the copies relate to each other
+    assert relations[0].own_eigengap >= CLEAR_EIGENGAP
+    assert all(r.own_eigengap < SUSTAINED_EIGENGAP for r in relations[1:])
+    left_out = unrelated_views(relations)
+    assert len(left_out) == 1 and left_out[0] in (1, 2)
+    assert relations[left_out[0]].own_eigengap == min(r.own_eigengap for r in relations[1:])
+    assert relations[left_out[0]].rule == "no structure" and "no k groups" in relations[left_out[0]].reason()
+
+
+def _read(view: int, own: float, overlap_z: float = 5.0) -> ViewRelation:
+    return ViewRelation(view=view, overlap_z=overlap_z, others_z=5.0, own_eigengap=own)
+
+
+@pytest.mark.parametrize(
+    ("gaps", "left_out"),
+    [
+        ((1.8, 1.05, 1.03), (2,)),  # the least structured first; two views stay
+        ((1.8, 1.05, 1.03, 1.01), (2, 3)),
+        ((1.8, 1.12, 1.03), ()),  # 1.12 holds a modest split: the weak views may carry classes, all stay
+        ((1.15, 1.05, 1.03), ()),  # no view splits clearly: nothing to tell the others from
+        ((1.8, 1.9, 1.05), (2,)),
+        ((1.8, 1.9, 1.05, 1.15), ()),
+    ],
+)
+def test_views_without_structure_leave_only_where_every_view_splits_clearly_or_not_at_all(gaps, left_out):
+    relations = tuple(
+        dataclasses.replace(r, others_eigengap=max(g for w, g in enumerate(gaps) if w != v))
+        for v, r in enumerate(_read(v, g) for v, g in enumerate(gaps))
+    )
+    assert unrelated_views(relations) == left_out
 
 
 def test_never_every_view_and_not_with_two_views():

@@ -31,7 +31,6 @@ from specrage_jax.data.preprocess import (
     apply_view_scalers,
     fit_view_scalers,
     graph_input_views,
-    kept_views,
     leave_out_views,
     unit_rows,
 )
@@ -124,31 +123,29 @@ def leave_out_unrelated_views(
     graph_rows = graph_input_views(scalers, sample) or apply_view_scalers(scalers, sample)
     relations = view_relations(graph_rows, n_clusters, seed=seed)
     left_out = unrelated_views(relations)
-    for relation in relations:
-        if relation.view in left_out:
-            warnings.warn(
-                f"SpecRaGE: view {relation.view} is left out of the fit: {relation.reason()}. "
-                "transform still takes the view and gives it weight 0; set data.unrelated_views=keep to use it",
-                UserWarning,
-                stacklevel=3,
-            )
-    return leave_out_views(scalers, left_out)
+    why = [f"{relations[v].rule}: {relations[v].reason()}" for v in left_out]
+    for v, reason in zip(left_out, why):
+        warnings.warn(
+            f"SpecRaGE: view {v} is left out of the fit ({reason}). "
+            "transform still takes the view and gives it weight 0; set data.unrelated_views=keep to use it",
+            UserWarning,
+            stacklevel=3,
+        )
+    return leave_out_views(scalers, left_out, why)
 
 
 def describe_left_out_views(scalers: Sequence[ViewScaler]) -> dict[str, Any]:
     """The record entry for ``data.unrelated_views`` where a view was left out; empty otherwise."""
-    kept = kept_views(scalers)
-    if len(kept) == len(scalers):
+    left_out = [v for v, s in enumerate(scalers) if s.left_out]
+    if not left_out:
         return {}
+    reasons = [scalers[v].left_out_why or "left out" for v in left_out]
     return {
         "data.unrelated_views": {
-            "value": [v for v in range(len(scalers)) if v not in kept],
-            "why": (
-                "left out of the fit: they share fewer nearest neighbours with any other view than a view a "
-                "third as related as two other views would, and their own kNN graph splits the rows less "
-                "cleanly than the other views'; transform gives them weight 0"
-            ),
-            "rule": "unrelated views",
+            "value": left_out,
+            "why": "; ".join(f"view {v}, {reason}" for v, reason in zip(left_out, reasons))
+            + "; transform gives them weight 0",
+            "rule": " and ".join(sorted({reason.split(":")[0] for reason in reasons})),
         }
     }
 

@@ -132,6 +132,7 @@ class ViewScaler:
     kind: str = ""
     left_out: bool = False  # the view takes no part in the fit (a scaler pickled before it: False)
     reason: str = field(default="", compare=False)  # data.preprocess=auto: why this kind (not in saved models)
+    left_out_why: str = field(default="", compare=False)  # why the view is left out (not in saved models)
 
     @property
     def in_dim(self) -> int:
@@ -286,9 +287,15 @@ def with_left_out_views(weights: np.ndarray, scalers: Sequence[ViewScaler]) -> n
     return every_view
 
 
-def leave_out_views(scalers: Sequence[ViewScaler], views: Sequence[int]) -> tuple[ViewScaler, ...]:
-    """``scalers`` with the views ``views`` marked ``left_out``."""
-    return tuple(replace(s, left_out=True) if v in views else s for v, s in enumerate(scalers))
+def leave_out_views(
+    scalers: Sequence[ViewScaler], views: Sequence[int], why: Sequence[str] = ()
+) -> tuple[ViewScaler, ...]:
+    """``scalers`` with the views ``views`` marked ``left_out``, each with its reason from ``why``
+    (in the order of ``views``; none given: no reason recorded)."""
+    reasons = dict(zip(views, why))
+    return tuple(
+        replace(s, left_out=True, left_out_why=reasons.get(v, "")) if v in views else s for v, s in enumerate(scalers)
+    )
 
 
 def graph_input_views(scalers: Sequence[ViewScaler], views: Sequence[np.ndarray]) -> tuple[np.ndarray, ...] | None:

@@ -26,7 +26,22 @@ A view is unrelated when all three hold, on a seeded batch of the training rows:
   l. This keeps a narrow, informative view whose neighbours the other (noisier) views do not
   share: such a view splits into k groups more cleanly than any of them.
 
-The rule needs complete training data and at least three views, and never leaves out every view.
+A view is also left out, whatever it shares, when its own graph shows **no cluster structure
+beside a clear split**: its best eigengap over the candidate l stays under SUSTAINED_EIGENGAP
+while a kept view's graph splits the batch clearly (at least CLEAR_EIGENGAP, the neighbour
+rule's bar for a clear split), and only where the views' own graphs read unambiguously: no kept
+view holds a modest split between the two bars. Two views that are each other's noisy copy
+share their neighbourhoods with each other, so the first test keeps both, and together they
+outvote an informative view in the mean graph; the eigengap of their own graphs shows that
+their shared neighbourhoods hold no k groups. A view with a modest split of its own says the
+weaker views may carry part of the classes, and then every view stays: the 3-wide informative
+view of digits and Handwritten beside two noise-padded wide ones, where leaving out the weaker
+wide view cost 0.03-0.2 (BUILD_NOTES, "Views unrelated to the others").
+
+The rule needs complete training data and at least three views, and always keeps two views, so
+the fit stays multi-view. Views that share nothing go first (two other views relate, so two
+always stay); then views without structure, the least structured first, while more than two
+remain.
 """
 
 from __future__ import annotations
@@ -45,7 +60,12 @@ from specrage_jax.training.graph_probes import (
     mean_graph,
     present_neighbor_lists,
 )
-from specrage_jax.training.graph_rules import AGREEMENT_NEIGHBORS, NEIGHBOR_CANDIDATES, SUSTAINED_EIGENGAP
+from specrage_jax.training.graph_rules import (
+    AGREEMENT_NEIGHBORS,
+    CLEAR_EIGENGAP,
+    NEIGHBOR_CANDIDATES,
+    SUSTAINED_EIGENGAP,
+)
 
 INDEPENDENCE_Z = 3.0  # shared neighbour-list entries within this many standard deviations of chance
 NULL_PERMUTATIONS = 100  # relabellings of a view's rows that give the overlap of unrelated views
@@ -55,8 +75,7 @@ NULL_PERMUTATIONS = 100  # relabellings of a view's rows that give the overlap o
 class ViewRelation:
     """What the rule read for one view: the largest overlap z against any other view, the
     largest between two other views, the best eigengap score of its own graph over the
-    candidate l and the best of the other views' own graphs (both NaN where the first two tests
-    already fail)."""
+    candidate l and the best of the other views' own graphs."""
 
     view: int
     overlap_z: float
@@ -80,8 +99,20 @@ class ViewRelation:
     def unrelated(self) -> bool:
         return self.shares_nothing and self.own_eigengap < self.structure_bar
 
+    @property
+    def rule(self) -> str:
+        """The branch that leaves the view out: "unrelated view" or "no structure"."""
+        return "unrelated view" if self.unrelated else "no structure"
+
     def reason(self) -> str:
-        """Why the view counts as unrelated, in words, with the numbers read."""
+        """Why the view is left out, in words, with the numbers read."""
+        if not self.unrelated:
+            return (
+                f"its own kNN graph shows no k groups (eigengap {self.own_eigengap:.3f} at best, below "
+                f"{SUSTAINED_EIGENGAP:g}) while another view's splits the rows clearly "
+                f"({self.others_eigengap:.3f}, at least {CLEAR_EIGENGAP:g}) and no view holds a modest split "
+                "between the two"
+            )
         return (
             f"its {AGREEMENT_NEIGHBORS}-NN lists share no more entries with any other view's than chance "
             f"(overlap z {self.overlap_z:.1f} at most, below {INDEPENDENCE_Z:g}), while two other views share "
@@ -154,20 +185,26 @@ def view_relations(views: Sequence[np.ndarray], n_clusters: int, *, seed: int = 
                 own_eigengap=math.nan,
             )
         )
-    if any(r.shares_nothing for r in relations):  # the eigengaps only where the first two tests hold
-        gaps = [own_eigengap(neighbors, v, m, n_clusters) for v in range(n_views)]
-        relations = [
-            dataclasses.replace(
-                r, own_eigengap=gaps[r.view], others_eigengap=max(g for w, g in enumerate(gaps) if w != r.view)
-            )
-            if r.shares_nothing
-            else r
-            for r in relations
-        ]
-    return tuple(relations)
+    gaps = [own_eigengap(neighbors, v, m, n_clusters) for v in range(n_views)]
+    return tuple(
+        dataclasses.replace(
+            r, own_eigengap=gaps[r.view], others_eigengap=max(g for w, g in enumerate(gaps) if w != r.view)
+        )
+        for r in relations
+    )
 
 
 def unrelated_views(relations: Sequence[ViewRelation]) -> tuple[int, ...]:
-    """The views the rule leaves out: the unrelated ones, unless that would be every view."""
-    left_out = tuple(r.view for r in relations if r.unrelated)
-    return () if len(left_out) == len(relations) else left_out
+    """The views the rule leaves out, ascending: the unrelated ones (two other views relate, so at
+    least two stay); then, where the kept views' own graphs read unambiguously (each splits the
+    batch clearly or shows no k groups: none holds a modest split between SUSTAINED_EIGENGAP and
+    CLEAR_EIGENGAP) and one splits clearly, those without structure, the lowest own eigengap
+    first, while more than two views remain."""
+    unrelated = [r.view for r in relations if r.unrelated]
+    if len(unrelated) >= len(relations) - 1:  # measured relations never come to this; built ones may
+        return ()
+    kept = sorted((r for r in relations if r.view not in unrelated), key=lambda r: (r.own_eigengap, r.view))
+    modest = any(SUSTAINED_EIGENGAP <= r.own_eigengap < CLEAR_EIGENGAP for r in kept)
+    clear = any(r.own_eigengap >= CLEAR_EIGENGAP for r in kept)
+    structureless = [r.view for r in kept if r.own_eigengap < SUSTAINED_EIGENGAP] if clear and not modest else []
+    return tuple(sorted([*unrelated, *structureless[: len(kept) - 2]]))
