@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
+from scipy.sparse.csgraph import connected_components
 
 from specrage_jax.ops.neighbors import knn_lists
 from specrage_jax.ops.spectral import sparse_gaussian_graph
@@ -24,19 +25,45 @@ ZERO_EIGENVALUE = 1e-8  # normalized-Laplacian eigenvalues below this count as 0
 
 def bottom_normalized_spectrum(w: sp.csr_matrix, count: int) -> np.ndarray:
     """The ``count`` smallest eigenvalues of the normalized Laplacian I - D^-1/2 W D^-1/2 of a
-    symmetric sparse graph w (n, n), ascending (isolated rows count as their own component)."""
+    symmetric sparse graph w (n, n), ascending (an isolated row has eigenvalue 1). Dense up to
+    DENSE_SPECTRUM_MAX_ROWS rows; above, each component's null vector D^1/2 1_C is known, so
+    eigenvalue 0 counts the components exactly and ARPACK finds the rest on the operator with those
+    directions removed. Lanczos alone does not resolve a repeated eigenvalue: on 10 separated blobs
+    of 4,096 rows it returned 0 six times of ten, and a graph in exactly k components read an
+    eigengap of about 1 instead of +inf."""
     degrees = np.asarray(w.sum(axis=1)).ravel()
     inv_sqrt = np.where(degrees > 0, 1.0 / np.sqrt(np.maximum(degrees, 1e-300)), 0.0)
-    normalized = sp.diags(inv_sqrt) @ w @ sp.diags(inv_sqrt)
+    normalized = (sp.diags(inv_sqrt) @ w @ sp.diags(inv_sqrt)).tocsr()
     n = w.shape[0]
     if n <= DENSE_SPECTRUM_MAX_ROWS or count >= n - 1:
         top = np.linalg.eigvalsh(normalized.toarray())[::-1][:count]
-    else:
-        start = np.random.default_rng(0).standard_normal(n)
-        top = np.sort(
-            sla.eigsh(normalized, k=count, which="LA", v0=start, return_eigenvectors=False, tol=1e-6, maxiter=20 * n)
-        )[::-1]
-    return np.clip(1.0 - top, 0.0, 2.0)
+        return np.clip(1.0 - top, 0.0, 2.0)
+    null = component_null_vectors(w, degrees)
+    if null.shape[1] >= count:
+        return np.zeros(count)
+
+    def deflated(x: np.ndarray) -> np.ndarray:
+        return normalized @ x - null @ (null.T @ x)
+
+    operator = sla.LinearOperator((n, n), matvec=deflated, dtype=np.float64)
+    start = np.random.default_rng(0).standard_normal(n)
+    rest = count - null.shape[1]
+    top = np.sort(
+        sla.eigsh(operator, k=rest, which="LA", v0=start, return_eigenvectors=False, tol=1e-6, maxiter=20 * n)
+    )
+    return np.concatenate([np.zeros(null.shape[1]), np.clip(1.0 - top[::-1], 0.0, 2.0)])
+
+
+def component_null_vectors(w: sp.spmatrix, degrees: np.ndarray) -> np.ndarray:
+    """(n, c) orthonormal: D^1/2 1_C (unit norm) for each of the c connected components C of w with
+    edges, the eigenvectors of D^-1/2 W D^-1/2 with eigenvalue 1 (isolated rows have none)."""
+    _, component = connected_components(w, directed=False)
+    labels = np.unique(component[degrees > 0])
+    vectors = np.zeros((w.shape[0], labels.size))
+    for j, label in enumerate(labels):
+        inside = component == label
+        vectors[inside, j] = np.sqrt(degrees[inside] / degrees[inside].sum())
+    return vectors
 
 
 def eigengap_score(spectrum: np.ndarray, n_clusters: int) -> float:
