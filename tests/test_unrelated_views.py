@@ -89,6 +89,24 @@ def test_of_two_copies_of_a_view_without_clusters_one_is_left_out_beside_a_view_
     assert relations[left_out[0]].rule == "no structure" and "no k groups" in relations[left_out[0]].reason()
 
 
+def test_the_fit_records_which_branch_left_a_view_out_and_the_numbers_that_decided_it():
+    """The preprocessing step of a fit warns and records the branch ("no structure") with the
+    eigengaps it read, as the estimator's resolved_defaults_ and the CLI's metrics show them."""
+    from specrage_jax.api.fit_pipeline import describe_left_out_views, preprocess
+    from specrage_jax.config import ExperimentConfig
+
+    views, _ = _blobs()
+    m = views[0].shape[0]
+    noise = _noise(m, width=40)
+    train = [views[0], noise, noise + 0.3 * _noise(m, width=40, seed=5)]
+    with pytest.warns(UserWarning, match=r"left out of the fit \(no structure: "):
+        scaled = preprocess(train, [v[:0] for v in train], ExperimentConfig(), n_clusters=5, seed=0)
+    record = describe_left_out_views(scaled.scalers)["data.unrelated_views"]
+    assert len(scaled.train) == 2 and len(record["value"]) == 1
+    assert record["rule"] == "no structure"
+    assert f"view {record['value'][0]}, no structure" in record["why"] and "at least 1.2" in record["why"]
+
+
 def _read(view: int, own: float, overlap_z: float = 5.0) -> ViewRelation:
     return ViewRelation(view=view, overlap_z=overlap_z, others_z=5.0, own_eigengap=own)
 
