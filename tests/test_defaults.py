@@ -40,7 +40,7 @@ from specrage_jax.ops.objective import batch_affinities, edge_graph
 from specrage_jax.overrides import apply_overrides
 from specrage_jax.presets import preset
 from specrage_jax.training import defaults as data_rules
-from specrage_jax.training import graph_rules
+from specrage_jax.training import missing_view_rules
 from specrage_jax.training.defaults import (
     DataShape,
     budget_epochs,
@@ -60,19 +60,21 @@ from specrage_jax.training.graph_probes import (
 from specrage_jax.training.graph_rules import (
     ComponentChoice,
     NeighborChoice,
-    batch_for_missing_views,
     choose_component_count,
     choose_neighbor_count,
     class_size_neighbor_cap,
     component_count,
     eigengap_neighbor_count,
     gap_persists,
-    joint_is_clearly_cleaner,
-    joint_split_scores,
     neighbor_choice,
     sparse_split_in_doubt,
     sustained_gap_neighbor_count,
     tie_resolved_count,
+)
+from specrage_jax.training.missing_view_rules import (
+    batch_for_missing_views,
+    joint_is_clearly_cleaner,
+    joint_split_scores,
 )
 from specrage_jax.training.steps import (
     Batch,
@@ -556,7 +558,7 @@ def test_the_batch_doubles_until_its_graph_splits_as_cleanly_as_complete_samples
     def gap(views, rows, l, n_clusters, distinct=True):  # complete rows: 1.5; a batch with missing views: m / 200
         return 1.5 if complete[rows].all() else len(rows) / 200
 
-    monkeypatch.setattr(graph_rules, "batch_eigengap", gap)
+    monkeypatch.setattr(missing_view_rules, "batch_eigengap", gap)
     assert batch_for_missing_views(views, 3, 100, 10, 4) == (400, 1.5, {100: 0.5, 200: 1.0, 400: 2.0})
     assert batch_for_missing_views(views, 3, 100, 10, 2)[0] == 200  # the growth factor bounds it
     assert batch_for_missing_views([v[:300] for v in views], 3, 100, 10, 4)[0] == 300  # and the training rows

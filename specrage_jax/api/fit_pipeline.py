@@ -45,8 +45,8 @@ from specrage_jax.training.defaults import (
     resolve_defaults,
 )
 from specrage_jax.training.graph_probes import seeded_rows
-from specrage_jax.training.graph_rules import GROWN_BATCH_MAX
 from specrage_jax.training.initial_state import train_model
+from specrage_jax.training.missing_view_rules import GROWN_BATCH_MAX
 from specrage_jax.training.output_map import fit_output_map
 from specrage_jax.training.pretrained import PretrainedNets, pretrain_nets
 from specrage_jax.training.single_view import fit_single_view_nets

@@ -132,7 +132,7 @@ class ViewScaler:
     kind: str = ""
     left_out: bool = False  # the view takes no part in the fit (a scaler pickled before it: False)
     reason: str = field(default="", compare=False)  # data.preprocess=auto: why this kind (not in saved models)
-    left_out_why: str = field(default="", compare=False)  # why the view is left out (not in saved models)
+    left_out_why: str = field(default="", compare=False)  # "<rule>: <reason>" of a left-out view (not saved)
 
     @property
     def in_dim(self) -> int:

@@ -3,7 +3,7 @@
 :meth:`ExperimentConfig.auto` leaves them unresolved (0, (0,), "auto"); :func:`resolve_defaults`
 fills each from what the training rows show (their number, the requested number of clusters,
 the views' widths) and says why. An explicit value is never touched, except the batch size
-where views are missing (:func:`~specrage_jax.training.graph_rules.batch_for_missing_views`)
+where views are missing (:func:`~specrage_jax.training.missing_view_rules.batch_for_missing_views`)
 and ``siamese.enabled`` where the opt-in ``siamese.positives=auto`` picks joint positives.
 Per-view preprocessing (``data.preprocess="auto"``) is resolved where the scalers are fitted
 (:func:`specrage_jax.data.preprocess.auto_view_kind`); :func:`describe_preprocessing` reports it.
@@ -39,15 +39,17 @@ from specrage_jax.config import (
 from specrage_jax.training.graph_rules import (
     CLEAR_EIGENGAP,
     GAP_GAIN,
-    GROWN_BATCH_MAX,
     MANY_CLUSTERS,
     batch_component_count,
-    batch_for_missing_views,
     component_count,
-    joint_is_clearly_cleaner,
-    joint_split_scores,
     neighbor_choice,
     sparse_split_in_doubt,
+)
+from specrage_jax.training.missing_view_rules import (
+    GROWN_BATCH_MAX,
+    batch_for_missing_views,
+    joint_is_clearly_cleaner,
+    joint_split_scores,
 )
 from specrage_jax.validation import missing_rows
 

@@ -38,9 +38,10 @@ def bottom_normalized_spectrum(w: sp.csr_matrix, count: int) -> np.ndarray:
     if n <= DENSE_SPECTRUM_MAX_ROWS or count >= n - 1:
         top = np.linalg.eigvalsh(normalized.toarray())[::-1][:count]
         return np.clip(1.0 - top, 0.0, 2.0)
-    null = component_null_vectors(w, degrees)
-    if null.shape[1] >= count:
+    _, component = connected_components(w, directed=False)
+    if np.unique(component[degrees > 0]).size >= count:  # fragments: every eigenvalue asked for is 0
         return np.zeros(count)
+    null = component_null_vectors(component, degrees)
 
     def deflated(x: np.ndarray) -> np.ndarray:
         return normalized @ x - null @ (null.T @ x)
@@ -54,12 +55,12 @@ def bottom_normalized_spectrum(w: sp.csr_matrix, count: int) -> np.ndarray:
     return np.concatenate([np.zeros(null.shape[1]), np.clip(1.0 - top[::-1], 0.0, 2.0)])
 
 
-def component_null_vectors(w: sp.spmatrix, degrees: np.ndarray) -> np.ndarray:
-    """(n, c) orthonormal: D^1/2 1_C (unit norm) for each of the c connected components C of w with
-    edges, the eigenvectors of D^-1/2 W D^-1/2 with eigenvalue 1 (isolated rows have none)."""
-    _, component = connected_components(w, directed=False)
+def component_null_vectors(component: np.ndarray, degrees: np.ndarray) -> np.ndarray:
+    """(n, c) orthonormal: D^1/2 1_C (unit norm) for each of the c connected components C with
+    edges (``component`` (n,) a graph's component labels, ``degrees`` (n,) its degrees), the
+    eigenvectors of D^-1/2 W D^-1/2 with eigenvalue 1 (isolated rows have none)."""
     labels = np.unique(component[degrees > 0])
-    vectors = np.zeros((w.shape[0], labels.size))
+    vectors = np.zeros((component.size, labels.size))
     for j, label in enumerate(labels):
         inside = component == label
         vectors[inside, j] = np.sqrt(degrees[inside] / degrees[inside].sum())

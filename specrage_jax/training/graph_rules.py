@@ -1,7 +1,7 @@
 """The data-aware rules that read the training rows' batch graphs: the kNN graph's number of
 neighbours (the eigengap rule), the embedding dimension (the normalized-cut and eigenvalue-tie
-rules), the batch size where views are missing, and whether the views together split the samples
-more cleanly than each alone (joint Siamese positives). Each returns its choice with the scores
+rules). The rules for training rows with missing views are in
+:mod:`specrage_jax.training.missing_view_rules`. Each returns its choice with the scores
 behind it; :func:`specrage_jax.training.defaults.resolve_defaults` applies them. The measurements
 they read are in :mod:`specrage_jax.training.graph_probes`.
 """
@@ -19,7 +19,6 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from specrage_jax.training.graph_probes import (
-    batch_eigengap,
     bottom_laplacian_eigenpairs,
     bottom_normalized_spectrum,
     eigengap_score,
@@ -29,8 +28,6 @@ from specrage_jax.training.graph_probes import (
     seeded_rows,
     view_neighbor_agreement,
 )
-from specrage_jax.training.siamese import joint_neighbor_space
-from specrage_jax.validation import present_views
 
 NEIGHBOR_CANDIDATES = (5, 8, 10, 12, 15, 20, 30)  # the kNN graph's l is chosen among these
 CLASS_SHARE_OF_NEIGHBORS = 1.0  # l is below this share of the expected cluster size m / k
@@ -59,7 +56,6 @@ SUSTAINED_EIGENGAP, CLEAR_EIGENGAP, CLEAR_NCUT_GAIN = derived_bars(EIGENVALUE_GA
 AGREEING_VIEWS = 0.25  # no clear gap: views sharing at least this share of their l-NN lists ...
 AGREEMENT_NEIGHBORS = 10  # ... (at this l) take the sparse graph of this l instead of the dense one
 MANY_CLUSTERS = 20  # above this many clusters: n_components is k and each batch's graphs are degree-normalized
-GROWN_BATCH_MAX = 8192  # views missing: the batch grows at most to this many rows ((V, m, m) graphs)
 
 
 @dataclass(frozen=True)
@@ -434,74 +430,3 @@ def choose_component_count(scores: dict[int, float], n_clusters: int) -> int:
     if lowest > (1.0 - CLEAR_NCUT_GAIN) * scores[n_clusters]:
         return n_clusters
     return min(c for c, score in scores.items() if score == lowest)
-
-
-def batch_for_missing_views(
-    views: Sequence[np.ndarray],
-    n_clusters: int,
-    batch_rows: int,
-    l: int,
-    max_factor: int,
-    *,
-    seed: int = 0,
-    distinct: bool = True,
-) -> tuple[int, float, dict[int, float]]:
-    """(m, reference gap, {batch size: eigengap}): the batch size for training rows where views
-    are missing (all-NaN rows).
-
-    A missing view removes that sample's edges from the view's graph, so a batch of m rows with
-    missing views splits into the k groups less cleanly than m complete rows do, and the
-    network learns what its batches' graphs show. The reference is the eigengap of a seeded
-    batch of ``batch_rows`` complete samples (all of them when fewer; CLEAR_EIGENGAP when they
-    are too few for a graph); the batch doubles, up to ``max_factor`` times, GROWN_BATCH_MAX
-    rows and the training rows, until a batch of the training rows with their missing views
-    reaches it. Every view present: ``batch_rows`` unchanged.
-    """
-    n = views[0].shape[0]
-    m = min(batch_rows, n)
-    present = present_views(views)
-    if present.all() or max_factor <= 1:
-        return m, math.nan, {}
-    complete = np.flatnonzero(present.all(axis=1))
-    reference_rows = complete[seeded_rows(len(complete), m, seed=seed, stream=6)]
-    reference = CLEAR_EIGENGAP  # too few complete samples for a graph of their own
-    if len(complete) > max(l, n_clusters) + 1:
-        reference = batch_eigengap(views, reference_rows, l, n_clusters, distinct=distinct)
-        reference = reference if math.isfinite(reference) else CLEAR_EIGENGAP
-    limit = min(n, max(m, min(m * max_factor, GROWN_BATCH_MAX)))
-    gaps: dict[int, float] = {}
-    size = m
-    while True:
-        gaps[size] = batch_eigengap(views, seeded_rows(n, size, seed=seed, stream=7), l, n_clusters, distinct=distinct)
-        if gaps[size] >= reference or size >= limit:
-            return size, reference, gaps
-        size = min(2 * size, limit)
-
-
-def joint_split_scores(
-    views: Sequence[np.ndarray], n_clusters: int, batch_rows: int, l: int, *, seed: int = 0
-) -> tuple[float, float]:
-    """(joint, own): the relative eigengaps (:func:`eigengap_score`) of two l-NN graphs of a
-    seeded batch of the samples that have every view (views (n, d_v) with NaN rows for missing
-    views): the graph under all views together (:func:`training.siamese.joint_neighbor_space`)
-    and the mean of the views' own graphs (what training sees). -inf where too few samples have
-    every view for a graph of k groups: fewer than l + 1 per expected cluster, so that a sample's l
-    neighbours can lie in its own cluster (the bound of :func:`class_size_neighbor_cap`)."""
-    present = present_views(views)
-    complete = np.flatnonzero(present.all(axis=1))
-    if len(complete) < n_clusters * (l + 1) or len(complete) <= n_clusters + 1:
-        return -math.inf, -math.inf
-    rows = complete[seeded_rows(len(complete), min(batch_rows, len(complete)), seed=seed, stream=8)]
-    batch = [np.asarray(x)[rows].astype(np.float32) for x in views]
-    everything = np.arange(len(rows))
-    joint = batch_eigengap([joint_neighbor_space(batch, seed=seed)], everything, l, n_clusters)
-    return joint, batch_eigengap(batch, everything, l, n_clusters)
-
-
-def joint_is_clearly_cleaner(joint: float, own: float) -> bool:
-    """The rule of :func:`choose_neighbor_count` applied to the joint graph against the views'
-    own: a score of at least CLEAR_EIGENGAP whose gap is at least GAP_GAIN times the own graphs'.
-    Own graphs that already fall into exactly k components (+inf) leave nothing to gain."""
-    if own == math.inf:
-        return False
-    return joint >= CLEAR_EIGENGAP and joint - 1.0 >= GAP_GAIN * max(own - 1.0, 0.0)

@@ -36,7 +36,7 @@ outvote an informative view in the mean graph; the eigengap of their own graphs 
 their shared neighbourhoods hold no k groups. A view with a modest split of its own says the
 weaker views may carry part of the classes, and then every view stays: the 3-wide informative
 view of digits and Handwritten beside two noise-padded wide ones, where leaving out the weaker
-wide view cost 0.03-0.2 (BUILD_NOTES, "Views unrelated to the others").
+wide view cost 0.02-0.2 (BUILD_NOTES, "Views unrelated to the others").
 
 The rule needs complete training data and at least three views, and always keeps two views, so
 the fit stays multi-view. Views that share nothing go first (two other views relate, so two
