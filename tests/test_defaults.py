@@ -64,6 +64,7 @@ from specrage_jax.training.graph_rules import (
     choose_neighbor_count,
     class_size_neighbor_cap,
     component_count,
+    dense_gap_sustained,
     eigengap_neighbor_count,
     gap_persists,
     neighbor_choice,
@@ -298,6 +299,20 @@ def test_agreeing_views_take_the_sparse_graph_where_no_graph_splits_clearly():
     assert choose_neighbor_count({5: 1.57, 8: 1.28, 10: 1.1, 30: 1.09}, 0.55)[0] == 5  # a clear gap still wins
 
 
+def test_a_dense_graph_that_holds_a_modest_split_from_the_sparse_l_up_to_it_stays():
+    # small agreeing text: a modest gap at every l from 10 up to the dense graph, none clearly cleaner
+    text = {5: 1.06, 8: 1.16, 10: 1.18, 12: 1.16, 15: 1.15, 20: 1.13, 30: 1.12}
+    assert dense_gap_sustained(text, 10) and choose_neighbor_count(text, 0.27) == (30, "dense")
+    why = NeighborChoice(30, "dense", text, agreement=0.27).explain()
+    assert "the views agree, but the dense graph holds the modest split itself: every l from 10" in why
+    # one candidate of the range under 1.1 (Handwritten, one split: 1.09 at l 10): no run
+    rising = {5: 1.07, 8: 1.02, 10: 1.09, 12: 1.13, 15: 1.16, 20: 1.13, 30: 1.15}
+    assert not dense_gap_sustained(rising, 10) and choose_neighbor_count(rising, 0.56) == (10, "agreeing views")
+    # a range shorter than SUSTAINED_RUN (16 rows a class, the candidates stop at 12): no run
+    short = {5: 1.16, 8: 1.12, 10: 1.11, 12: 1.13}
+    assert not dense_gap_sustained(short, 10) and choose_neighbor_count(short, 0.72) == (10, "agreeing views")
+
+
 def test_view_neighbor_agreement_counts_the_shared_neighbours_of_the_rows_with_both_views():
     x, _ = clustered(200, 4, 6, seed=1)
     noise = np.random.default_rng(2).normal(size=(200, 6)).astype(np.float32)
@@ -327,6 +342,8 @@ def test_the_neighbor_choice_names_its_branch_and_the_scores_that_decided_it():
     assert "share 55% of their 10-NN" in NeighborChoice(10, "agreeing views", flat, agreement=0.55).explain()
     assert "fewer than 25%" in NeighborChoice(30, "dense", flat, agreement=0.10).explain()
     assert "one view" in NeighborChoice(30, "dense", flat).explain()
+    small = NeighborChoice(8, "dense", {5: 1.08, 8: 1.06}).explain()  # lists shorter than 10: no agreement read
+    assert "too small for the views' 10-NN lists" in small and "one view" not in small
     clear_dense = NeighborChoice(30, "dense", {**flat, 30: 1.3}, agreement=0.55).explain()
     assert "splits the batch clearly itself (1.3 >= 1.2)" in clear_dense and "fewer than" not in clear_dense
     above_ten = NeighborChoice(15, "dense", {12: 1.02, 15: 1.01}, agreement=0.55).explain()
