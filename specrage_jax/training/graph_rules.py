@@ -71,7 +71,7 @@ class NeighborChoice:
     rule: str
     scores: dict[int, float]
     graph: sp.csr_matrix | None = None  # the batch's mean graph at l (None for the fallback)
-    agreement: float = math.nan  # the views' shared AGREEMENT_NEIGHBORS-NN (NaN with one view)
+    agreement: float = math.nan  # the views' shared AGREEMENT_NEIGHBORS-NN (NaN: one view, or shorter lists)
 
     def _why_dense(self, usable: dict[int, float]) -> str:
         """Why no sparser graph was taken, by the branch of :func:`choose_neighbor_count` reached."""
@@ -89,12 +89,12 @@ class NeighborChoice:
             return f"{no_run}, and one view has no other to agree with"
         if self.agreement < AGREEING_VIEWS:
             return f"{no_run}, and the views share fewer than {AGREEING_VIEWS:.0%} of their neighbours"
-        sparse = [l for l in usable if l <= AGREEMENT_NEIGHBORS]
-        if not sparse:
+        sparse = agreeing_views_l(usable)
+        if sparse is None:
             return f"{no_run}; the views agree, but no candidate l is at most {AGREEMENT_NEIGHBORS}"
         return (
             f"{no_clear}; the views agree, but the dense graph holds the modest split itself: every l "
-            f"from {max(sparse)} to it scores >= {SUSTAINED_EIGENGAP}, a run of at least {SUSTAINED_RUN}"
+            f"from {sparse} to it scores >= {SUSTAINED_EIGENGAP}, a run of at least {SUSTAINED_RUN}"
         )
 
     def explain(self) -> str:
@@ -244,10 +244,17 @@ def choose_neighbor_count(scores: dict[int, float], agreement: float = math.nan)
     sustained = sustained_gap_neighbor_count(usable) if flat else None
     if sustained is not None:
         return sustained, "sustained gap"
-    sparse = [l for l in ordered if l <= AGREEMENT_NEIGHBORS]
-    if flat and agreement >= AGREEING_VIEWS and sparse and not dense_gap_sustained(usable, max(sparse)):
-        return max(sparse), "agreeing views"
+    sparse = agreeing_views_l(usable)
+    if flat and agreement >= AGREEING_VIEWS and sparse is not None and not dense_gap_sustained(usable, sparse):
+        return sparse, "agreeing views"
     return dense, "dense"
+
+
+def agreeing_views_l(usable: dict[int, float]) -> int | None:
+    """The l agreeing views take: the largest candidate of ``usable`` ({l: eigengap score}) up to
+    AGREEMENT_NEIGHBORS; None where every candidate is larger."""
+    sparse = [l for l in usable if l <= AGREEMENT_NEIGHBORS]
+    return max(sparse) if sparse else None
 
 
 def dense_gap_sustained(usable: dict[int, float], sparse: int) -> bool:
