@@ -35,12 +35,14 @@ others:
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from specrage_jax.data.registry import load_dataset
@@ -122,7 +124,18 @@ def moved_runs(
 
 
 def fitted_acc(run: str, seed: int, data_dir: str, overrides: list[str]) -> tuple[float, float | None]:
-    """(ACC, the regime's bar or None) of ``run`` at ``seed`` with ``overrides`` set."""
+    """(ACC, the regime's bar or None) of ``run`` at ``seed`` with ``overrides`` set. JAX keeps
+    every compiled program's machine code mapped for the life of the process, so a long check
+    would reach the kernel's limit on memory maps (LLVM: cannot allocate memory) after a few dozen
+    fits; the programs are released after each fit."""
+    try:
+        return _fitted_acc(run, seed, data_dir, overrides)
+    finally:
+        jax.clear_caches()
+        gc.collect()
+
+
+def _fitted_acc(run: str, seed: int, data_dir: str, overrides: list[str]) -> tuple[float, float | None]:
     if run.startswith("cli:"):
         dataset = cli_dataset(run.removeprefix("cli:"), data_dir)
         config = preset_config(dataset, load_dataset(dataset, seed=seed, data_dir=data_dir).n_classes, overrides)
@@ -234,11 +247,18 @@ def fit_moved(args: argparse.Namespace) -> None:
             }
         )
         print(f"{new['run']:36s} seed {new['seed']} {moved}: {acc_before:.3f} -> {acc_after:.3f}", flush=True)
-    summary = summary_by_regime(rows) if rows else {}
-    for regime, entry in summary.items():
+        write_report(args.out, rows, other, finished=False)  # what is fitted survives a stop
+    for regime, entry in write_report(args.out, rows, other, finished=True).items():
         print(f"{regime:12s} {entry}")
-    payload = {"cpu": cpu_model(), "runs": rows, "by_regime": summary, "not_replayed": other}
-    Path(args.out).write_text(json.dumps(payload, indent=1) + "\n")
+
+
+def write_report(out: str, rows: list[dict[str, Any]], other: list[Any], *, finished: bool) -> dict[str, Any]:
+    """Write the fitted rows, their summary by regime and the runs not replayed to ``out``
+    (``finished`` False while runs remain); returns the summary."""
+    summary = summary_by_regime(rows) if rows else {}
+    payload = {"cpu": cpu_model(), "finished": finished, "runs": rows, "by_regime": summary, "not_replayed": other}
+    Path(out).write_text(json.dumps(payload, indent=1) + "\n")
+    return summary
 
 
 def main() -> None:

@@ -146,3 +146,43 @@ def test_a_run_fitted_with_its_resolved_rule_settings_set_is_the_default_fit(dat
     data, _ = check.load_named("WebKB", data_dir, 0)
     default = check.run_devsuite_dataset(data, check.regime_baselines(data_dir)["WebKB"], 0, [])
     assert imposed == default["ACC"] and bar == default["baseline"]["ACC"]
+
+
+def test_the_rule_check_keeps_what_it_fitted_when_a_fit_fails_and_releases_programs(tmp_path, monkeypatch):
+    """``fit`` writes its report after every run (``finished`` false until the last), so a check
+    stopped part-way keeps its fitted runs; every fit releases JAX's compiled programs, even one
+    that fails, since their memory maps otherwise accumulate over a long check."""
+    import argparse
+    import json
+
+    check = load_experiment("rule_check")
+    released = []
+    monkeypatch.setattr(check.jax, "clear_caches", lambda: released.append(True))
+    same = {"graph.n_neighbors": 30, "model.n_components": 4}
+    before = [{"run": name, "seed": 0, "settings": same} for name in ("a", "b")]
+    after = [{"run": name, "seed": 0, "settings": {**same, "model.n_components": 8}} for name in ("a", "b")]
+
+    def fake_fit(run, seed, data_dir, overrides):
+        if run == "b":
+            raise MemoryError("cannot allocate memory")
+        return (0.7 if "model.n_components=4" in overrides else 0.8), 0.75
+
+    monkeypatch.setattr(check, "_fitted_acc", fake_fit)
+    monkeypatch.setattr(check, "regime_of", lambda run, data_dir: "variants")
+    for side, runs in (("before", before), ("after", after)):
+        (tmp_path / f"{side}.json").write_text(json.dumps({"runs": runs}))
+    out = tmp_path / "report.json"
+    args = argparse.Namespace(
+        data_dir=str(tmp_path),
+        before=str(tmp_path / "before.json"),
+        after=str(tmp_path / "after.json"),
+        out=str(out),
+        refit_before=None,
+        refit_after=None,
+    )
+    with pytest.raises(MemoryError):
+        check.fit_moved(args)
+    report = json.loads(out.read_text())
+    assert report["finished"] is False
+    assert [(row["run"], row["before_acc"], row["after_acc"]) for row in report["runs"]] == [("a", 0.7, 0.8)]
+    assert len(released) == 3  # a before, a after, and b's failed fit
