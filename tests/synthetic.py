@@ -1,4 +1,4 @@
-"""Synthetic views for the defaults' tests: bag-of-words counts and separated Gaussian clusters."""
+"""Synthetic data shared by the tests: bag-of-words counts, separated Gaussian clusters and standard normal rows."""
 
 from __future__ import annotations
 

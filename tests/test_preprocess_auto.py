@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specrage_jax.config import (
-    ExperimentConfig,
-)
+from specrage_jax.config import ExperimentConfig
 from specrage_jax.data.preprocess import (
     auto_view_choice,
     auto_view_kind,
@@ -18,12 +16,8 @@ from specrage_jax.data.preprocess import (
 )
 from specrage_jax.overrides import apply_overrides
 from specrage_jax.training import defaults as data_rules
-from specrage_jax.training.defaults import (
-    DataShape,
-)
+from specrage_jax.training.defaults import DataShape
 from tests.synthetic import clustered, sparse_counts
-
-# --- per-view preprocessing --------------------------------------------------------------------
 
 
 def test_auto_picks_svd_for_sparse_views_and_standard_l2_for_dense_ones():

@@ -8,9 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from specrage_jax.config import (
-    OrthoConfig,
-)
+from specrage_jax.config import OrthoConfig
 from specrage_jax.nets.state import create_state
 from specrage_jax.ops.laplacian import edge_laplacian_loss, weighted_laplacian_loss
 from specrage_jax.ops.objective import batch_affinities, edge_graph
@@ -21,8 +19,6 @@ from specrage_jax.training.steps import (
     train_step,
 )
 from tests.fixed_sections import fixed_graph, fixed_model
-
-# --- the whole-set path ------------------------------------------------------------------------
 
 
 def test_edge_list_loss_equals_the_dense_loss():
