@@ -193,12 +193,13 @@ def summary_by_regime(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def refit_others(args: argparse.Namespace) -> None:
     """Fit the runs whose other settings move with this tree's defaults: {"run@seed": [ACC, bar]}."""
     before, after = (json.loads(Path(p).read_text())["runs"] for p in (args.before, args.after))
-    fitted = {}
+    fitted: dict[str, tuple[float, float | None]] = {}
+    Path(args.out).write_text(json.dumps({"cpu": cpu_model(), "acc": fitted}, indent=1) + "\n")
     for run in moved_runs(before, after)[1]:
         key = f"{run['run']}@{run['seed']}"
         fitted[key] = fitted_acc(run["run"], run["seed"], args.data_dir, [])
         print(f"{key:40s} {fitted[key][0]:.3f}", flush=True)
-    Path(args.out).write_text(json.dumps({"cpu": cpu_model(), "acc": fitted}, indent=1) + "\n")
+        Path(args.out).write_text(json.dumps({"cpu": cpu_model(), "acc": fitted}, indent=1) + "\n")  # survives a stop
 
 
 def refitted_rows(other: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
