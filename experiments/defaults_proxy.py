@@ -164,14 +164,22 @@ def load_named(name: str, data_dir: str, seed: int) -> tuple[MultiViewData, bool
     return load_mat(Path(data_dir) / "devsuite" / f"{name}.mat"), False
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def per_set_arguments(description: str) -> argparse.Namespace:
+    """The command line of a per-set probe over the judged sets: --data-dir, --out, --seed (0) and
+    --datasets (default: every set of ``PROXY_DATASETS``)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--datasets", nargs="*")
     args = parser.parse_args()
-    names = args.datasets or PROXY_DATASETS
+    args.datasets = args.datasets or list(PROXY_DATASETS)
+    return args
+
+
+def main() -> None:
+    args = per_set_arguments(__doc__.splitlines()[0])
+    names = args.datasets
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name in names:

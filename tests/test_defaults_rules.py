@@ -186,3 +186,12 @@ def test_the_rule_check_keeps_what_it_fitted_when_a_fit_fails_and_releases_progr
     assert report["finished"] is False
     assert [(row["run"], row["before_acc"], row["after_acc"]) for row in report["runs"]] == [("a", 0.7, 0.8)]
     assert len(released) == 3  # a before, a after, and b's failed fit
+
+
+def test_the_tie_report_counts_ties_at_the_last_neighbour_and_edges_one_list_lacks():
+    ties = load_experiment("knn_ties")
+    sq_dists = np.array([[1.0, 2.0, 2.0], [1.0, 2.0, 3.0]])  # row 0 ties at its 2nd neighbour
+    assert ties.tie_share(sq_dists, 2) == 0.5
+    assert ties.tie_share(sq_dists, 1) == 0.0
+    host, jitted = np.array([[1, 2], [0, 2]]), np.array([[2, 1], [0, 3]])
+    assert ties.edges_not_shared(host, jitted) == 1  # order within a list does not count

@@ -1,0 +1,90 @@
+"""How much of each set's kNN graph is decided by ties: distances equal at the l-th neighbour.
+
+Binary or count views (a text view's word sets, a link view, a narrow view of a few discrete
+values) give many rows the same distance, so which of the tied rows fill a row's last neighbour
+slots is decided by tie-breaking, that is by row order and floating-point rounding. The defaults'
+rules read kNN lists computed on the host in float64 (``graph_probes.present_neighbor_lists``); the
+loss reads lists computed in the jitted graph in float32 (``ops.affinity.nearest_neighbors``). On
+each set at seed 0, at the l and on the graph inputs the defaults resolve (the training rows the
+estimator would fit on), this reports per view the share of rows whose l-th and (l+1)-th
+neighbours tie and the number of distinct distances in the lists, and over the views the share of
+directed edges in the host's lists that the jitted lists do not hold.
+
+    PYTHONPATH=. python experiments/knn_ties.py --data-dir DATA --out experiments/results/knn_ties.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from specrage_jax.ops.affinity import nearest_neighbors, neighbor_sq_distances
+from specrage_jax.training.defaults import FULL_BATCH_MAX
+from specrage_jax.training.graph_probes import present_neighbor_lists
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from defaults_proxy import load_named, per_set_arguments, resolved_fit
+from devsuite import cpu_model
+
+TIE_RTOL = 1e-6  # two squared distances this close (relative) count as a tie
+
+
+def tie_share(sq_dists: np.ndarray, l: int) -> float:
+    """Share of rows whose l-th and (l+1)-th nearest squared distances (sq_dists (m, >= l + 1),
+    nearest first) are equal within TIE_RTOL."""
+    return float(np.mean(np.isclose(sq_dists[:, l - 1], sq_dists[:, l], rtol=TIE_RTOL, atol=1e-12)))
+
+
+def edges_not_shared(host_index: np.ndarray, jitted_index: np.ndarray) -> int:
+    """Directed edges (i, j) in the host's lists (m, l) that the jitted lists (m, l) lack."""
+    return sum(len(set(a.tolist()) - set(b.tolist())) for a, b in zip(host_index, jitted_index))
+
+
+def set_ties(name: str, data_dir: str, seed: int) -> dict[str, Any] | None:
+    """Per view tie share and distinct distances, and the share of edges the two lists differ
+    in, for one set at its resolved l; None for a training set larger than one batch."""
+    data, paper = load_named(name, data_dir, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a view left out is not what this measures
+        fit = resolved_fit(data, paper, seed)
+    m = len(fit.labels)
+    if m > FULL_BATCH_MAX:
+        return None
+    l = fit.config.graph.n_neighbors
+    unreduced = fit.unreduced is not None and fit.config.data.graph_inputs == "unreduced"
+    views = fit.unreduced if unreduced else fit.scaled.train
+    host = present_neighbor_lists(views, np.arange(m), l + 1, distinct=True)
+    per_view, differ, total = [], 0, 0
+    for (present, sq_dists, index), x in zip(host, views):
+        entry = {"tie_share": tie_share(sq_dists, l), "distinct_distances": int(len(np.unique(sq_dists[:, :l])))}
+        if len(present) == m:  # complete views: the jitted lists of the same rows
+            jitted = neighbor_sq_distances(jnp.asarray(np.asarray(x, np.float32)), distinct=True)
+            jitted_index = np.asarray(nearest_neighbors(jitted, l)[1])
+            differ += edges_not_shared(index[:, :l], jitted_index)
+            total += m * l
+        per_view.append(entry)
+    return {"rows": m, "l": l, "views": per_view, "edges_not_shared": differ / total if total else None}
+
+
+def main() -> None:
+    args = per_set_arguments(__doc__.splitlines()[0])
+    results = {}
+    for name in args.datasets:
+        entry = set_ties(name, args.data_dir, args.seed)
+        if entry is None:
+            continue
+        results[name] = entry
+        ties = " ".join(f"{v['tie_share']:.2f}" for v in entry["views"])
+        print(f"{name:38s} rows {entry['rows']:5d} l {entry['l']:3d} ties {ties:24s} edges {entry['edges_not_shared']}")
+    payload = {"cpu": cpu_model(), "seed": args.seed, "tie_rtol": TIE_RTOL, "sets": results}
+    Path(args.out).write_text(json.dumps(payload, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
