@@ -179,10 +179,9 @@ def per_set_arguments(description: str) -> argparse.Namespace:
 
 def main() -> None:
     args = per_set_arguments(__doc__.splitlines()[0])
-    names = args.datasets
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name in names:
+    for name in args.datasets:
         target = out / f"{name}_s{args.seed}.npz"
         if target.exists():
             continue

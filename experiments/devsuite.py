@@ -30,6 +30,7 @@ Variants only (no suite or paper dataset named): the default ``--out`` is
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import platform
 import sys
@@ -84,6 +85,15 @@ def kmeans_scores(embedding: np.ndarray, labels: np.ndarray, k: int) -> dict[str
         summary[key], summary[f"{key}_std"] = float(np.mean(values)), float(np.std(values))
     summary["per_seed"] = per_seed
     return summary
+
+
+def release_compiled_programs() -> None:
+    """Drop JAX's compiled programs. XLA:CPU keeps each one in memory maps of its own for the life
+    of the process, so a script that fits set after set reaches vm.max_map_count (a run over every
+    variant segfaulted in its 37th set; a rule check stopped after 20-24 runs with "LLVM: cannot
+    allocate memory"), as the test suite did. Costs a recompile where the next fit has the same shapes."""
+    jax.clear_caches()
+    gc.collect()
 
 
 def fit_default(views: Sequence[np.ndarray], k: int, seed: int, overrides: Sequence[str]) -> tuple[SpecRaGE, float]:
@@ -313,10 +323,7 @@ def main() -> None:
             results[name] = run_variant(
                 name, args.data_dir, variant_baselines[name], args.seed, args.overrides, args.missing
             )
-        # XLA:CPU keeps each compiled program in memory maps of its own for the life of the process;
-        # a run over every variant segfaulted in its 37th set, as the test suite did at vm.max_map_count.
-        # Clearing costs a recompile where the next set has the same shapes.
-        jax.clear_caches()
+        release_compiled_programs()
         r = results[name]
         bar = r["baseline"]["ACC"] if "baseline" in r else r.get("target_ACC")
         print(

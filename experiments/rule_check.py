@@ -35,14 +35,12 @@ others:
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 
 from specrage_jax.data.registry import load_dataset
@@ -58,6 +56,7 @@ from devsuite import (
     cpu_model,
     fit_default,
     kmeans_scores,
+    release_compiled_programs,
     run_devsuite_dataset,
     run_paper_dataset,
 )
@@ -124,15 +123,12 @@ def moved_runs(
 
 
 def fitted_acc(run: str, seed: int, data_dir: str, overrides: list[str]) -> tuple[float, float | None]:
-    """(ACC, the regime's bar or None) of ``run`` at ``seed`` with ``overrides`` set. JAX keeps
-    every compiled program's machine code mapped for the life of the process, so a long check
-    would reach the kernel's limit on memory maps (LLVM: cannot allocate memory) after a few dozen
-    fits; the programs are released after each fit."""
+    """(ACC, the regime's bar or None) of ``run`` at ``seed`` with ``overrides`` set; the compiled
+    programs are released after each fit, failed or not (:func:`release_compiled_programs`)."""
     try:
         return _fitted_acc(run, seed, data_dir, overrides)
     finally:
-        jax.clear_caches()
-        gc.collect()
+        release_compiled_programs()
 
 
 def _fitted_acc(run: str, seed: int, data_dir: str, overrides: list[str]) -> tuple[float, float | None]:
@@ -194,12 +190,17 @@ def refit_others(args: argparse.Namespace) -> None:
     """Fit the runs whose other settings move with this tree's defaults: {"run@seed": [ACC, bar]}."""
     before, after = (json.loads(Path(p).read_text())["runs"] for p in (args.before, args.after))
     fitted: dict[str, tuple[float, float | None]] = {}
-    Path(args.out).write_text(json.dumps({"cpu": cpu_model(), "acc": fitted}, indent=1) + "\n")
     for run in moved_runs(before, after)[1]:
         key = f"{run['run']}@{run['seed']}"
         fitted[key] = fitted_acc(run["run"], run["seed"], args.data_dir, [])
         print(f"{key:40s} {fitted[key][0]:.3f}", flush=True)
-        Path(args.out).write_text(json.dumps({"cpu": cpu_model(), "acc": fitted}, indent=1) + "\n")  # survives a stop
+        write_refits(args.out, fitted)  # what is fitted survives a stop
+    write_refits(args.out, fitted)
+
+
+def write_refits(out: str, fitted: dict[str, tuple[float, float | None]]) -> None:
+    """Write ``refit``'s {"run@seed": [ACC, bar]} with the CPU to ``out``."""
+    Path(out).write_text(json.dumps({"cpu": cpu_model(), "acc": fitted}, indent=1) + "\n")
 
 
 def refitted_rows(other: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:

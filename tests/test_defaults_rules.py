@@ -157,7 +157,7 @@ def test_the_rule_check_keeps_what_it_fitted_when_a_fit_fails_and_releases_progr
 
     check = load_experiment("rule_check")
     released = []
-    monkeypatch.setattr(check.jax, "clear_caches", lambda: released.append(True))
+    monkeypatch.setattr(check, "release_compiled_programs", lambda: released.append(True))
     same = {"graph.n_neighbors": 30, "model.n_components": 4}
     before = [{"run": name, "seed": 0, "settings": same} for name in ("a", "b")]
     after = [{"run": name, "seed": 0, "settings": {**same, "model.n_components": 8}} for name in ("a", "b")]
