@@ -36,7 +36,7 @@ from typing import Any
 
 EXPERIMENTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(EXPERIMENTS))
-from readme_tables import find_blocks  # noqa: E402  (the block markers' one definition)
+from readme_blocks import find_blocks  # noqa: E402  (the block markers' one definition)
 
 RESULTS = EXPERIMENTS / "results"
 ROOT = EXPERIMENTS.parent

@@ -3,6 +3,7 @@ the results JSON files render."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import subprocess
@@ -26,13 +27,16 @@ def load_script() -> ModuleType:
     return load_experiment("readme_tables")
 
 
-rt = load_script()
+rt = load_script()  # experiments/ now on sys.path: the modules below are the ones the script imported
+blocks = importlib.import_module("readme_blocks")
+render_paper = importlib.import_module("readme_render_paper")
+render_suite = importlib.import_module("readme_render_suite")
 
 
 def copy_sources(destination: Path) -> Path:
     """The JSON files every block reads, copied to ``destination``."""
     destination.mkdir(parents=True, exist_ok=True)
-    for block in rt.BLOCKS.values():
+    for block in blocks.BLOCKS.values():
         for stem in block.sources:
             (destination / f"{stem}.json").parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(RESULTS / f"{stem}.json", destination / f"{stem}.json")
@@ -41,7 +45,7 @@ def copy_sources(destination: Path) -> Path:
 
 def copy_pages(root: Path) -> Path:
     """The pages (README.md, docs/07-results.md, BUILD_NOTES.md) copied under ``root`` (the layout ``--root`` reads)."""
-    for page in rt.PAGES:
+    for page in blocks.PAGES:
         (root / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / page, root / page)
     return root
@@ -50,7 +54,7 @@ def copy_pages(root: Path) -> Path:
 def outside_blocks(text: str) -> list[str]:
     """The pieces of a README between (and around) its generated blocks."""
     pieces, position = [], 0
-    for span in rt.find_blocks(text):
+    for span in blocks.find_blocks(text):
         pieces.append(text[position : span.start])
         position = span.end
     return [*pieces, text[position:]]
@@ -62,16 +66,16 @@ def test_results_blocks_match_the_results_json(capsys):
     out = capsys.readouterr().out
     assert code == 0, f"results blocks are stale:\n{out}"
     assert out == ""
-    assert rt.PAGES == (
+    assert blocks.PAGES == (
         "README.md",
         "docs/07-results.md",
         "BUILD_NOTES.md",
         "docs/03-reproducing-the-paper.md",
         "docs/02-choosing-settings.md",
     )
-    for page in rt.PAGES:
-        found = {span.name for span in rt.find_blocks((ROOT / page).read_text(encoding="utf-8"))}
-        assert found == {name for name, block in rt.BLOCKS.items() if block.page == page}
+    for page in blocks.PAGES:
+        found = {span.name for span in blocks.find_blocks((ROOT / page).read_text(encoding="utf-8"))}
+        assert found == {name for name, block in blocks.BLOCKS.items() if block.page == page}
 
 
 def test_check_fails_when_a_json_number_changes(tmp_path, capsys):
@@ -94,7 +98,7 @@ def test_the_variants_summary_names_every_variant_below_nine_tenths_of_its_bar(t
     payload = json.loads((results / "devsuite_variants.json").read_text(encoding="utf-8"))
     payload["results"]["WebKB+short"]["ratio"] = 0.5
     (results / "devsuite_variants.json").write_text(json.dumps(payload), encoding="utf-8")
-    rendered = rt.render_devsuite_variants(rt.load_payloads("devsuite_variants", results))
+    rendered = render_suite.render_devsuite_variants(blocks.load_payloads("devsuite_variants", results))
     below = [name for name, result in payload["results"].items() if result["ratio"] < 0.9]
     assert "WebKB+short" in below
     assert rendered.rstrip().endswith(f"below 0.9: {', '.join(below)}.")
@@ -125,7 +129,7 @@ def test_check_reports_a_missing_block(tmp_path, capsys):
     root = copy_pages(tmp_path)
     page = root / "docs" / "07-results.md"
     text = page.read_text(encoding="utf-8")
-    span = next(s for s in rt.find_blocks(text) if s.name == "robustness_bdgp")
+    span = next(s for s in blocks.find_blocks(text) if s.name == "robustness_bdgp")
     page.write_text(text[: span.start] + text[span.end :], encoding="utf-8")
     assert rt.main(["--check", "--root", str(root)]) == 1
     assert "docs/07-results.md: no block 'robustness_bdgp'" in capsys.readouterr().out
@@ -136,7 +140,7 @@ def test_a_block_on_another_page_is_reported(tmp_path, capsys):
     root = copy_pages(tmp_path)
     readme, page = root / "README.md", root / "docs" / "07-results.md"
     text = page.read_text(encoding="utf-8")
-    span = next(s for s in rt.find_blocks(text) if s.name == "devsuite")
+    span = next(s for s in blocks.find_blocks(text) if s.name == "devsuite")
     page.write_text(text[: span.start] + text[span.end :], encoding="utf-8")
     readme.write_text(readme.read_text(encoding="utf-8") + "\n" + text[span.start : span.end] + "\n", encoding="utf-8")
     assert rt.main(["--check", "--root", str(root)]) == 1
@@ -146,11 +150,11 @@ def test_a_block_on_another_page_is_reported(tmp_path, capsys):
 
 
 def test_rendering_is_stable_and_a_rewrite_touches_only_the_blocks(tmp_path):
-    first, second = rt.render_all(), rt.render_all()
+    first, second = blocks.render_all(), blocks.render_all()
     assert first == second
-    for page in rt.PAGES:  # the committed pages are a fixed point
+    for page in blocks.PAGES:  # the committed pages are a fixed point
         text = (ROOT / page).read_text(encoding="utf-8")
-        assert rt.rewrite(text, rt.page_blocks(first, page)) == text
+        assert blocks.rewrite(text, blocks.page_blocks(first, page)) == text
 
     # a stale page: a number inside a block and the opening marker's comment changed by hand
     root = copy_pages(tmp_path)
@@ -158,7 +162,7 @@ def test_rendering_is_stable_and_a_rewrite_touches_only_the_blocks(tmp_path):
     text = page.read_text(encoding="utf-8")
     row = webkb_row(text)
     stale = text.replace(row, row.replace("| WebKB | all rows | 203 | ", "| WebKB | all rows | 203 | 0.111 and "))
-    stale = stale.replace(rt.opening_marker("devsuite"), "<!-- results:devsuite hand-written -->")
+    stale = stale.replace(blocks.opening_marker("devsuite"), "<!-- results:devsuite hand-written -->")
     assert stale != text
     page.write_bytes(stale.encode("utf-8"))
     assert rt.main(["--root", str(root)]) == 0
@@ -170,26 +174,26 @@ def test_rendering_is_stable_and_a_rewrite_touches_only_the_blocks(tmp_path):
 
 
 def test_broken_markers_are_errors():
-    body = "intro\n" + rt.opening_marker("devsuite") + "\n\ntable\n"
+    body = "intro\n" + blocks.opening_marker("devsuite") + "\n\ntable\n"
     with pytest.raises(ValueError, match="no closing line"):
-        rt.find_blocks(body)
+        blocks.find_blocks(body)
     with pytest.raises(ValueError, match="unknown block"):
-        rt.find_blocks("<!-- results:nonsense -->\n<!-- /results:nonsense -->\n")
-    twice = rt.render_all()["devsuite"] + "\n\n" + rt.render_all()["devsuite"] + "\n"
+        blocks.find_blocks("<!-- results:nonsense -->\n<!-- /results:nonsense -->\n")
+    twice = blocks.render_all()["devsuite"] + "\n\n" + blocks.render_all()["devsuite"] + "\n"
     with pytest.raises(ValueError, match="more than once"):
-        rt.find_blocks(twice)
+        blocks.find_blocks(twice)
 
 
 def test_devsuite_block_reproduces_the_table_devsuite_py_writes():
     """devsuite.md is written by experiments/devsuite.py from the same run as devsuite.json."""
-    body = rt.render_devsuite(rt.load_payloads("devsuite"))
+    body = render_suite.render_devsuite(blocks.load_payloads("devsuite"))
     assert body.startswith((RESULTS / "devsuite.md").read_text(encoding="utf-8"))
 
 
 def test_paper_numbers_come_from_reproduce_tables():
-    paper = rt.paper_reference()
+    paper = render_paper.paper_reference()
     assert paper["bdgp"]["kmeans"]["acc"] == (97.6, 0.53)
-    assert rt.paper_kmeans_acc("noisymnist", paper) == pytest.approx((0.991, 0.0027))
+    assert render_paper.paper_kmeans_acc("noisymnist", paper) == pytest.approx((0.991, 0.0027))
 
 
 def test_command_line_check_runs_without_the_package():
