@@ -12,7 +12,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-import specrage_jax.training.steps as steps_module
 from specrage_jax.ops.affinity import knn_gaussian_affinity, nearest_neighbors, pairwise_sq_distances
 from specrage_jax.ops.laplacian import weighted_laplacian_loss
 from specrage_jax.ops.objective import batch_affinities
@@ -163,7 +162,7 @@ def profile_pieces(view_dims, pool, model_cfg, graph, state, *, repeats, warmup)
         jnp.abs(jax.jit(loss_per_view)(y, aff, alpha) - jax.jit(weighted_laplacian_loss)(y, aff, alpha))
     )
     # Adam as grad_step applies it (update + apply_updates), buffers donated as in grad_step
-    tx = getattr(state, "tx", None) or steps_module.adam_optimizer()  # the optimizer grad_step uses
+    tx = state.tx  # the optimizer grad_step uses
     adam = jax.jit(
         lambda gr, p, s: (lambda u, s2: (optax.apply_updates(p, u), s2))(*tx.update(gr, s, p)), donate_argnums=(1, 2)
     )
