@@ -2,13 +2,15 @@
 
 Binary or count views (a text view's word sets, a link view, a narrow view of a few discrete
 values) give many rows the same distance, so which of the tied rows fill a row's last neighbour
-slots is decided by tie-breaking, that is by row order and floating-point rounding. The defaults'
-rules read kNN lists computed on the host in float64 (``graph_probes.present_neighbor_lists``); the
-loss reads lists computed in the jitted graph in float32 (``ops.affinity.nearest_neighbors``). On
+slots is decided by tie-breaking, that is by row order and floating-point rounding. The loss reads
+lists computed in the jitted graph in float32 (``ops.affinity.nearest_neighbors``), which rank
+exactly tied rows by row index; the graph rules read the same lists
+(``graph_probes.present_neighbor_lists``), the view-relation test a float64 search whose ties fall
+by rounding (``as_trained=False``). On
 each set at seed 0, at the l and on the graph inputs the defaults resolve (the training rows the
 estimator would fit on), this reports per view the share of rows whose l-th and (l+1)-th
 neighbours tie and the number of distinct distances in the lists, and over the views the share of
-directed edges in the host's lists that the jitted lists do not hold.
+directed edges in the float64 lists that the jitted lists do not hold.
 
     PYTHONPATH=. python experiments/knn_ties.py --data-dir DATA --out experiments/results/knn_ties.json
 """
@@ -59,7 +61,7 @@ def set_ties(name: str, data_dir: str, seed: int) -> dict[str, Any] | None:
     l = fit.config.graph.n_neighbors
     unreduced = fit.unreduced is not None and fit.config.data.graph_inputs == "unreduced"
     views = fit.unreduced if unreduced else fit.scaled.train
-    host = present_neighbor_lists(views, np.arange(m), l + 1, distinct=True)
+    host = present_neighbor_lists(views, np.arange(m), l + 1, distinct=True, as_trained=False)
     per_view, differ, total = [], 0, 0
     for (present, sq_dists, index), x in zip(host, views):
         entry = {"tie_share": tie_share(sq_dists, l), "distinct_distances": int(len(np.unique(sq_dists[:, :l])))}

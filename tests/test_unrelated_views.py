@@ -174,19 +174,26 @@ DEVSUITE = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "devsui
 
 
 @pytest.mark.skipif(not (DEVSUITE / "WebKB.mat").is_file(), reason="needs ../shared/datasets/devsuite/WebKB.mat")
-@pytest.mark.parametrize("seed", [0, 2])
-def test_webkbs_empty_link_view_is_left_out_on_its_203_rows(seed):
-    """WebKB: its text view and its second link view share their neighbours at z 5-6 on 203
-    rows; its first link view (a third of the pages empty there) shares its
+@pytest.mark.parametrize(("seed", "row_order"), [(0, None), (2, None), (0, 0), (1, 2), (3, 3)])
+def test_webkbs_empty_link_view_is_left_out_on_its_training_rows_in_any_row_order(seed, row_order):
+    """WebKB: its text view and its second link view share their neighbours at z 5-6 on the
+    estimator's training rows; its first link view (a third of the pages empty there) shares its
     with either at about 0 and splits the rows least cleanly of the three. The fit's preprocessing
-    step, with the data-aware defaults, leaves it out (on every seed of 0-4 when measured)."""
-    from specrage_jax.api.fit_pipeline import preprocess
+    step, with the data-aware defaults, leaves it out, in the file's row order and shuffled. Its
+    link rows tie at most distances; ranked by row index (the float32 search), ties made the
+    overlap a matter of row order: these three orders kept the view."""
+    from specrage_jax.api.fit_pipeline import preprocess, validation_split
     from specrage_jax.config import ExperimentConfig
     from specrage_jax.data import load_mat
 
     views = [np.asarray(v) for v in load_mat(DEVSUITE / "WebKB.mat").views]
+    if row_order is not None:
+        order = np.random.default_rng(row_order).permutation(len(views[0]))
+        views = [v[order] for v in views]
+    config = ExperimentConfig()
+    train, val = validation_split(len(views[0]), seed, config.data.val_fraction)
     with pytest.warns(UserWarning, match="view 1 is left out of the fit"):
-        scaled = preprocess(views, [v[:0] for v in views], ExperimentConfig(), n_clusters=4, seed=seed)
+        scaled = preprocess([v[train] for v in views], [v[val] for v in views], config, n_clusters=4, seed=seed)
     assert [s.left_out for s in scaled.scalers] == [False, True, False]
     assert len(scaled.train) == 2
 

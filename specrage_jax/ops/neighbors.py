@@ -1,16 +1,22 @@
-"""Host-side kNN lists (NumPy, scikit-learn) under the training graph's neighbour rule.
+"""kNN lists on the host under the training graph's neighbour rule, including its treatment of
+copies (:func:`specrage_jax.ops.affinity.knn_gaussian_affinity`).
 
-The rules that read a graph before training (the data-aware defaults) and the exact spectral
-solution build the same kNN graph the jitted affinity builds in a batch
-(:func:`specrage_jax.ops.affinity.knn_gaussian_affinity`), including its treatment of copies.
+Two searches: :func:`batch_knn_lists` runs the jitted training graph's own search on a batch, so
+the rules that read a graph before training (the data-aware defaults) see the very edges the loss
+will read, ties at the l-th distance included; :func:`knn_lists` (scikit-learn, float64, any
+number of rows) serves the exact spectral solution of a whole set.
 """
 
 from __future__ import annotations
 
+import functools
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
-from specrage_jax.ops.affinity import COPY_TOLERANCE
+from specrage_jax.ops.affinity import COPY_TOLERANCE, nearest_neighbors, neighbor_sq_distances
 
 
 def copy_tolerance(x: np.ndarray) -> float:
@@ -53,3 +59,33 @@ def knn_lists(x: np.ndarray, n_neighbors: int, *, distinct: bool = True) -> tupl
     d2 = np.take_along_axis(np.where(skipped, np.inf, d2), order, axis=1)
     idx = np.take_along_axis(idx, order, axis=1)
     return d2, np.where(np.isfinite(d2), idx, np.arange(n)[:, None])
+
+
+@functools.partial(jax.jit, static_argnames=("n_neighbors", "distinct"))
+def _batch_lists(
+    x: jax.Array, present: jax.Array | None, n_neighbors: int, distinct: bool
+) -> tuple[jax.Array, jax.Array]:
+    """The jitted training graph's neighbour search: x (m, d) float32 -> (sq_dists, indices) (m, l)."""
+    return nearest_neighbors(neighbor_sq_distances(x, present=present, distinct=distinct), n_neighbors)
+
+
+def batch_knn_lists(
+    x: np.ndarray, n_neighbors: int, *, present: np.ndarray | None = None, distinct: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """(squared distances float64, indices), both (m, l): each row's l nearest other rows of one
+    view of a batch exactly as the loss reads them, computed in float32 by the functions that build
+    the training graph (:func:`~specrage_jax.ops.affinity.neighbor_sq_distances`,
+    :func:`~specrage_jax.ops.affinity.nearest_neighbors`). Rows at the same distance from a row (a
+    binary or count view) are then ranked as in training, not by float64 rounding. ``present``
+    (m,) bool: rows lacking the view are nobody's neighbour; a row left with fewer than l others
+    is padded with +inf distances at its own index (no edge), as :func:`knn_lists`.
+
+    Cost: one (m, m) distance matrix, for the batches (at most a few thousand rows) that the
+    loss itself reads whole."""
+    rows = np.asarray(x, np.float32)
+    mask = None if present is None else jnp.asarray(present, bool)
+    if present is not None:
+        rows = np.where(np.asarray(present, bool)[:, None], rows, 0.0).astype(np.float32)
+    d2, idx = jax.device_get(_batch_lists(jnp.asarray(rows), mask, n_neighbors, distinct))
+    d2 = np.asarray(d2, np.float64)
+    return d2, np.where(np.isfinite(d2), np.asarray(idx), np.arange(len(rows))[:, None])

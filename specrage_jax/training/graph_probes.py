@@ -15,7 +15,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 from scipy.sparse.csgraph import connected_components
 
-from specrage_jax.ops.neighbors import knn_lists
+from specrage_jax.ops.neighbors import batch_knn_lists, knn_lists
 from specrage_jax.ops.spectral import sparse_gaussian_graph
 from specrage_jax.validation import missing_rows
 
@@ -113,20 +113,42 @@ NeighborLists = list[tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def present_neighbor_lists(
-    views: Sequence[np.ndarray], rows: np.ndarray, l: int, *, distinct: bool = True
+    views: Sequence[np.ndarray], rows: np.ndarray, l: int, *, distinct: bool = True, as_trained: bool = True
 ) -> NeighborLists:
     """Per view with more than one present row among ``rows``: (its present positions in the
     batch, squared distances, indices) of each present row's min(l, present - 1) nearest present
     rows. A view's graph is built among the rows that have it, as in training, and with
-    ``distinct`` a non-empty row's copies are not its neighbours (``graph.distinct_neighbors``)."""
+    ``distinct`` a non-empty row's copies are not its neighbours (``graph.distinct_neighbors``).
+    With ``as_trained`` the search is the jitted training graph's own (:func:`batch_knn_lists`):
+    where rows tie at the l-th distance, the rules read the neighbours the loss will read; else
+    it is the float64 search (:func:`knn_lists`), whose ties fall by rounding."""
     lists = []
     for x in views:
-        batch = np.asarray(x, np.float64)[rows]
-        present = np.flatnonzero(~missing_rows(batch))
+        batch = np.asarray(x)[rows]
+        has_view = ~missing_rows(batch)
+        present = np.flatnonzero(has_view)
         if len(present) > 1:
-            d2, idx = knn_lists(batch[present], min(l, len(present) - 1), distinct=distinct)
+            count = min(l, len(present) - 1)
+            if not as_trained:
+                d2, idx = knn_lists(np.asarray(batch[present], np.float64), count, distinct=distinct)
+            elif len(present) == len(rows):
+                d2, idx = batch_knn_lists(batch, count, distinct=distinct)
+            else:
+                d2, idx = present_rows_lists(
+                    *batch_knn_lists(batch, count, present=has_view, distinct=distinct), present
+                )
             lists.append((present, d2, idx))
     return lists
+
+
+def present_rows_lists(d2: np.ndarray, idx: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The lists (d2, idx (m, l), indices batch rows) of the ``present`` rows (p,), their indices
+    turned into positions among the present rows: (p, l) each, +inf at a row's own position where
+    it had no present neighbour left."""
+    position = np.full(len(d2), -1)
+    position[present] = np.arange(len(present))
+    d2, idx = d2[present], position[idx[present]]
+    return d2, np.where(np.isfinite(d2), idx, np.arange(len(present))[:, None])
 
 
 def mean_graph(neighbors: NeighborLists, m: int, l: int) -> sp.csr_matrix:

@@ -168,7 +168,10 @@ def neighbor_choice(
         for l in candidates:
             graphs[l] = mean_graph(neighbors, m, l)
             scores[l] = eigengap_score(bottom_normalized_spectrum(graphs[l], n_clusters + 1), n_clusters)
-        agreement = view_neighbor_agreement(neighbors, m, AGREEMENT_NEIGHBORS)
+        # how the views agree is the data's, read as the view-relation test reads it (float64:
+        # ties fall by rounding, not by the row order every view shares)
+        exact = present_neighbor_lists(views, rows, max(candidates), distinct=distinct, as_trained=False)
+        agreement = view_neighbor_agreement(exact, m, AGREEMENT_NEIGHBORS)
     decided = choose_neighbor_count(scores, agreement)
     if decided is None:
         return NeighborChoice(max(1, min(m // 3, m - 1)), "fallback", scores, agreement=agreement)

@@ -162,12 +162,16 @@ def own_eigengap(neighbors: NeighborLists, v: int, m: int, n_clusters: int) -> f
 def view_relations(views: Sequence[np.ndarray], n_clusters: int, *, seed: int = 0) -> tuple[ViewRelation, ...]:
     """One :class:`ViewRelation` per view of complete training rows ``views`` (m, d_v each, as the
     graph sees them: the caller's batch); empty with fewer than three views or a batch too small
-    for the candidate graphs."""
+    for the candidate graphs. The relations are the data's, read from float64 kNN lists whose
+    ties fall by rounding, not by row order."""
     m = views[0].shape[0]
     l = max((c for c in NEIGHBOR_CANDIDATES if c <= m // 3), default=0)
     if len(views) < 3 or l < AGREEMENT_NEIGHBORS or n_clusters >= m - 1:
         return ()
-    neighbors = present_neighbor_lists(views, np.arange(m), l)  # complete rows: indices are batch rows
+    # Complete rows: indices are batch rows. The float64 search, not the loss's: in float32 rows
+    # tied at a distance are ranked by row index, an order every view shares, so the views' lists
+    # overlap by row order (WebKB's link view: z 0.2-3.6 over four row orders, -0.3-1.7 here).
+    neighbors = present_neighbor_lists(views, np.arange(m), l, as_trained=False)
     lists = [idx[:, :AGREEMENT_NEIGHBORS] for _, _, idx in neighbors]
     n_views = len(views)
     z = np.full((n_views, n_views), -math.inf)
