@@ -3,8 +3,9 @@
 Binary or count views (a text view's word sets, a link view, a narrow view of a few discrete
 values) give many rows the same distance, so which of the tied rows fill a row's last neighbour
 slots is decided by tie-breaking, that is by row order and floating-point rounding. The loss reads
-lists computed in the jitted graph in float32 (``ops.affinity.nearest_neighbors``), which rank
-exactly tied rows by row index; the graph rules read the same lists
+lists computed in the jitted graph in float32 (``ops.neighbors.batch_knn_lists``: the same
+search compiled alone gives the same edges; run op by op it does not), which rank exactly tied rows
+by row index; the graph rules read the same lists
 (``graph_probes.present_neighbor_lists``), the view-relation test a float64 search whose ties fall
 by rounding (``as_trained=False``). On
 each set at seed 0, at the l and on the graph inputs the defaults resolve (the training rows the
@@ -23,10 +24,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
-from specrage_jax.ops.affinity import nearest_neighbors, neighbor_sq_distances
+from specrage_jax.ops.neighbors import batch_knn_lists
 from specrage_jax.training.defaults import FULL_BATCH_MAX
 from specrage_jax.training.graph_probes import present_neighbor_lists
 
@@ -66,8 +66,7 @@ def set_ties(name: str, data_dir: str, seed: int) -> dict[str, Any] | None:
     for (present, sq_dists, index), x in zip(host, views):
         entry = {"tie_share": tie_share(sq_dists, l), "distinct_distances": int(len(np.unique(sq_dists[:, :l])))}
         if len(present) == m:  # complete views: the jitted lists of the same rows
-            jitted = neighbor_sq_distances(jnp.asarray(np.asarray(x, np.float32)), distinct=True)
-            jitted_index = np.asarray(nearest_neighbors(jitted, l)[1])
+            jitted_index = batch_knn_lists(x, l, distinct=True)[1]
             differ += edges_not_shared(index[:, :l], jitted_index)
             total += m * l
         per_view.append(entry)
