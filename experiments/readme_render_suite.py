@@ -66,10 +66,7 @@ def render_devsuite(payloads: Payloads) -> str:
     """The development-suite table (the one experiments/devsuite.py writes to devsuite.md) and its summary."""
     payload = payloads["devsuite"]
     results = payload["results"]
-    intro = (
-        f"Default estimator, seed {payload['seed']}, k-means seeds {kmeans_seed_range(results)} (n_init 10); "
-        f"fit seconds on {payload['cpu']}."
-    )
+    intro = estimator_intro(payload, seed_label="seed")
     bar_note = (
         "The bar is the best of the suite's four naive baselines (concatenated k-means and the exact "
         "spectral embedding of the mean 10-NN graph, each under two preprocessings; "
@@ -81,6 +78,16 @@ def render_devsuite(payloads: Payloads) -> str:
     )
     return devsuite_block(
         intro, results, bar_note + cca_note + devsuite_summary(results), payloads["devsuite_cca_baselines"]
+    )
+
+
+def estimator_intro(payload: Mapping[str, Any], *, seed_label: str, protocol: str = "") -> str:
+    """The first line of a devsuite-style block: the fit seed, the k-means seeds, the protocol and
+    the CPU the fit seconds come from."""
+    seeds = kmeans_seed_range(payload["results"])
+    return (
+        f"Default estimator, {seed_label} {payload['seed']}, k-means seeds {seeds} (n_init 10){protocol}; "
+        f"fit seconds on {payload['cpu']}."
     )
 
 
@@ -127,9 +134,8 @@ def render_devsuite_variants(payloads: Payloads) -> str:
     """The stress variants' table (as experiments/devsuite.py writes devsuite_variants.md) and its summary."""
     payload = payloads["devsuite_variants"]
     results = payload["results"]
-    intro = (
-        f"Default estimator, fit seed {payload['seed']}, k-means seeds {kmeans_seed_range(results)} (n_init 10), "
-        f"all rows; fit seconds on {payload['cpu']}. The bar is the best naive baseline of each variant "
+    intro = estimator_intro(payload, seed_label="fit seed", protocol=", all rows") + (
+        " The bar is the best naive baseline of each variant "
         "(`experiments/results/devsuite_variants_baselines.json`); CCA best the best of 16 linear CCA settings, "
         "chosen with the labels (`experiments/results/devsuite_variants_cca_baselines.json`)."
     )
