@@ -3,12 +3,11 @@
 Binary or count views (a text view's word sets, a link view, a narrow view of a few discrete
 values) give many rows the same distance, so which of the tied rows fill a row's last neighbour
 slots is decided by tie-breaking, that is by row order and floating-point rounding. The loss reads
-lists computed in the jitted graph in float32 (``ops.neighbors.batch_knn_lists``: the same
-search compiled alone gives the same edges; run op by op it does not), which rank exactly tied rows
-by row index; the graph rules read the same lists
-(``graph_probes.present_neighbor_lists``), the view-relation test a float64 search whose ties fall
-by rounding (``as_trained=False``). On
-each set at seed 0, at the l and on the graph inputs the defaults resolve (the training rows the
+lists computed in the jitted graph in float32 (``ops.neighbors.batch_knn_lists``: the same search
+compiled alone gives the same edges; run op by op it does not), which rank exactly tied rows by
+row index; the graph rules read the same lists (``graph_probes.present_neighbor_lists``), the
+view-relation test a float64 search whose ties fall by rounding (``as_trained=False``). On each
+set at seed 0, at the l and on the graph inputs the defaults resolve (the training rows the
 estimator would fit on), this reports per view the share of rows whose l-th and (l+1)-th
 neighbours tie and the number of distinct distances in the lists, and over the views the share of
 directed edges in the float64 lists that the jitted lists do not hold.

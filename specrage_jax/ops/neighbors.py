@@ -84,8 +84,8 @@ def batch_knn_lists(
     batches the rules read, 256 MiB at the 8,192 rows a batch with missing views may grow to."""
     rows = np.asarray(x, np.float32)
     mask = None if present is None else jnp.asarray(present, bool)
-    if present is not None:
-        rows = np.where(np.asarray(present, bool)[:, None], rows, 0.0).astype(np.float32)
+    if present is not None:  # training's graph inputs hold 0 where a view is missing
+        rows = np.where(np.asarray(present, bool)[:, None], rows, np.float32(0.0))
     d2, idx = jax.device_get(_batch_lists(jnp.asarray(rows), mask, n_neighbors, distinct))
     d2 = np.asarray(d2, np.float64)
     return d2, np.where(np.isfinite(d2), np.asarray(idx), np.arange(len(rows))[:, None])

@@ -170,7 +170,7 @@ def view_relations(views: Sequence[np.ndarray], n_clusters: int, *, seed: int = 
         return ()
     # Complete rows: indices are batch rows. The float64 search, not the loss's: in float32 rows
     # tied at a distance are ranked by row index, an order every view shares, so the views' lists
-    # overlap by row order (WebKB's link view: z 0.2-3.6 over four row orders, -0.3-1.7 here).
+    # overlap by row order (WebKB's link view: z 0.2-4.1 over four row orders and seeds 0-4, -0.3-1.7 here).
     neighbors = present_neighbor_lists(views, np.arange(m), l, as_trained=False)
     lists = [idx[:, :AGREEMENT_NEIGHBORS] for _, _, idx in neighbors]
     n_views = len(views)
