@@ -14,6 +14,7 @@ from specrage_jax.ops.affinity import (
     knn_gaussian_affinity,
     median_neighbor_scale,
     nearest_neighbors,
+    neighbor_sq_distances,
     pairwise_sq_distances,
     symmetrize,
 )
@@ -197,3 +198,32 @@ def test_complete_batches_are_degree_normalized_only_where_the_graph_config_says
         batch_affinities(codes, scales, fixed_graph(n_neighbors=4, scale_mode="batch", degree_normalization="auto"))
     with pytest.raises(ValueError, match="degree_normalization"):
         fixed_graph(degree_normalization="rows")
+
+
+def sparse_documents(n: int, vocabulary: int, rate: float, seed: int) -> np.ndarray:
+    """(n, vocabulary) unit rows of Poisson term counts: most pairs share no term, so many rows
+    lie at the same distance (sqrt 2) from a row."""
+    counts = np.random.default_rng(seed).poisson(rate, size=(n, vocabulary)).astype(np.float32)
+    counts[:, 0] += counts.sum(axis=1) == 0
+    return counts / np.linalg.norm(counts, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("rate", [0.005, 0.02])
+def test_neighbours_do_not_follow_the_feature_order(rate: float) -> None:
+    """Reordering the features reorders the float32 sums; the neighbour lists stay the same."""
+    x = sparse_documents(60, 2000, rate, seed=0)
+    lists = jax.jit(lambda v: nearest_neighbors(neighbor_sq_distances(v, distinct=True), 8)[1])
+    reference = np.sort(np.asarray(lists(jnp.asarray(x))), axis=1)
+    for seed in range(3):
+        order = np.random.default_rng(seed + 1).permutation(x.shape[1])
+        np.testing.assert_array_equal(np.sort(np.asarray(lists(jnp.asarray(x[:, order]))), axis=1), reference)
+
+
+def test_rows_at_one_distance_are_ranked_by_index() -> None:
+    """One-hot rows are all sqrt 2 apart: every row's neighbours are the lowest other indices,
+    and the distances returned are the unrounded ones."""
+    x = np.eye(20, dtype=np.float32)[np.random.default_rng(0).permutation(20)]
+    d2, idx = jax.jit(lambda v: nearest_neighbors(pairwise_sq_distances(v), 8))(jnp.asarray(x))
+    for i, row in enumerate(np.asarray(idx)):
+        np.testing.assert_array_equal(row, [j for j in range(20) if j != i][:8])
+    np.testing.assert_allclose(np.asarray(d2), 2.0, rtol=1e-6)

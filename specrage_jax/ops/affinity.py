@@ -12,6 +12,12 @@ of more than l copies is its own component of the kNN graph, and groups of fewer
 their members' edges: the bottom eigenvectors then pick out copy groups instead of clusters. A
 pair of copies still links. All-zero rows (empty documents in a unit-row view) keep each other
 as neighbours.
+
+Ties: squared distances within ``ROUNDING_TOLERANCE`` of the batch's mean squared distance are
+equal up to float32 rounding. The neighbours are ranked on that grid (:func:`tie_keys`), tied
+rows by index, so on count and binary views, where many rows lie at the same distance, the graph
+does not follow the rounding of the float32 sums (the order of the features, the CPU's vector
+width).
 """
 
 from __future__ import annotations
@@ -35,20 +41,32 @@ def pairwise_sq_distances(x: jax.Array) -> jax.Array:
     return d2 * (1.0 - jnp.eye(x.shape[0], dtype=d2.dtype))
 
 
-COPY_TOLERANCE = 1e-5  # rows closer than this times the mean squared distance count as copies
+ROUNDING_TOLERANCE = 1e-5  # squared distances this close, relative to the mean, are equal in float32
+
+
+def mean_off_diagonal(d2: jax.Array) -> jax.Array:
+    """The mean finite off-diagonal entry of d2 (m, m); 0 where there is none."""
+    finite = ~jnp.eye(d2.shape[0], dtype=bool) & jnp.isfinite(d2)
+    return jnp.sum(jnp.where(finite, d2, 0.0)) / jnp.maximum(jnp.sum(finite), 1)
+
+
+def tie_keys(d2: jax.Array) -> jax.Array:
+    """d2 (m, m) in steps of ``ROUNDING_TOLERANCE`` times its mean off-diagonal entry, rounded to
+    the nearest step: distances equal up to float32 rounding get one key, so the nearest neighbours
+    are ranked by row index among them (``lax.top_k`` puts the lower index first). Order is kept
+    otherwise; +inf stays +inf."""
+    step = ROUNDING_TOLERANCE * mean_off_diagonal(d2)
+    return jnp.where(step > 0, jnp.round(d2 / jnp.where(step > 0, step, 1.0)), d2)
 
 
 def copy_pairs(x: jax.Array, d2: jax.Array) -> jax.Array:
-    """(m, m) bool: i != j, row i not all zero, and d2_ij at most COPY_TOLERANCE times the mean
-    finite off-diagonal squared distance (exact copies, up to float32 rounding).
+    """(m, m) bool: i != j, row i not all zero, and d2_ij at most ROUNDING_TOLERANCE times the
+    mean finite off-diagonal squared distance (exact copies, up to float32 rounding).
     x: (m, d) the rows d2 (m, m) was computed from."""
     chex.assert_rank([x, d2], [2, 2])
-    m = x.shape[0]
-    off_diagonal = ~jnp.eye(m, dtype=bool)
-    finite = off_diagonal & jnp.isfinite(d2)
-    mean_d2 = jnp.sum(jnp.where(finite, d2, 0.0)) / jnp.maximum(jnp.sum(finite), 1)
+    finite = ~jnp.eye(x.shape[0], dtype=bool) & jnp.isfinite(d2)
     non_empty = jnp.any(x != 0, axis=1)
-    return finite & (d2 <= COPY_TOLERANCE * mean_d2) & non_empty[:, None]
+    return finite & (d2 <= ROUNDING_TOLERANCE * mean_off_diagonal(d2)) & non_empty[:, None]
 
 
 def without_copies(x: jax.Array, d2: jax.Array) -> jax.Array:
@@ -81,7 +99,8 @@ def nearest_neighbors(d2: jax.Array, n_neighbors: int, *, include_self: bool = F
       n_neighbors: l; with ``include_self`` the point itself is the first of the l.
 
     Returns:
-      (sq_dists, indices), both (m, l), sorted nearest first.
+      (sq_dists, indices), both (m, l), sorted nearest first; rows at distances equal up to
+      float32 rounding (:func:`tie_keys`) in index order.
     """
     m = d2.shape[0]
     limit = m if include_self else m - 1
@@ -89,8 +108,8 @@ def nearest_neighbors(d2: jax.Array, n_neighbors: int, *, include_self: bool = F
         raise ValueError(f"n_neighbors={n_neighbors} needs a batch of more than {n_neighbors} samples, got m={m}")
     if not include_self:
         d2 = d2 + jnp.diag(jnp.full((m,), jnp.inf, d2.dtype))
-    neg, idx = jax.lax.top_k(-d2, n_neighbors)  # lax.top_k: fast on XLA CPU, unlike a full sort
-    return -neg, idx
+    _, idx = jax.lax.top_k(-tie_keys(d2), n_neighbors)  # lax.top_k: fast on XLA CPU, unlike a full sort
+    return jnp.take_along_axis(d2, idx, axis=1), idx
 
 
 def median_neighbor_scale(knn_sq_dists: jax.Array, scale_neighbor: int) -> jax.Array:

@@ -16,48 +16,65 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
-from specrage_jax.ops.affinity import COPY_TOLERANCE, nearest_neighbors, neighbor_sq_distances
+from specrage_jax.ops.affinity import ROUNDING_TOLERANCE, nearest_neighbors, neighbor_sq_distances
 
 
 def copy_tolerance(x: np.ndarray) -> float:
-    """COPY_TOLERANCE times the mean off-diagonal squared distance of the rows of x (n, d)
-    (2 n / (n - 1) times their mean squared distance to the centroid)."""
+    """ROUNDING_TOLERANCE times the mean off-diagonal squared distance of the rows of x (n, d)
+    (2 n / (n - 1) times their mean squared distance to the centroid): the step of the grid on
+    which distances tie, and the distance within which rows are copies."""
     n = x.shape[0]
     centred = x - x.mean(axis=0, keepdims=True)
     mean_d2 = 2.0 * float(np.sum(centred * centred)) / max(n - 1, 1)
-    return COPY_TOLERANCE * mean_d2
+    return ROUNDING_TOLERANCE * mean_d2
 
 
-def knn_lists(x: np.ndarray, n_neighbors: int, *, distinct: bool = True) -> tuple[np.ndarray, np.ndarray]:
+TIE_QUERY_GROWTH = 8  # cost bound: ties at the l-th distance are looked for among at most 8 l rows
+
+
+def knn_lists(
+    x: np.ndarray, n_neighbors: int, *, distinct: bool = True, index_ties: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """(squared distances, indices), both (n, l), of each row's l nearest other rows, nearest
-    first. With ``distinct`` a non-empty row's copies (squared distance at most
-    :func:`copy_tolerance`) take one slot between them: the lowest-index copy stays, the others
-    are skipped (as :func:`specrage_jax.ops.affinity.without_copies`); a row with fewer than l
-    others left is padded with +inf distances at its own index (no edge)."""
+    first. With ``index_ties`` rows at distances equal on the grid of :func:`copy_tolerance` are
+    ranked by index, as the jitted graph ranks them (:func:`~specrage_jax.ops.affinity.tie_keys`);
+    a tie group running past ``TIE_QUERY_GROWTH`` times the rows needed is ranked by index among
+    those (memory (n, 8 l)). Without, float64 rounding orders them. With ``distinct`` a non-empty
+    row's copies (squared distance at most :func:`copy_tolerance`) take one slot between them: the
+    lowest-index copy stays, the others are skipped (as
+    :func:`specrage_jax.ops.affinity.without_copies`); a row with fewer than l others left is
+    padded with +inf distances at its own index (no edge)."""
     x = np.asarray(x, np.float64)
     n, l = x.shape[0], n_neighbors
     if not 1 <= l <= n - 1:
         raise ValueError(f"n_neighbors={l} needs more than {l} rows, got {n}")
     search = NearestNeighbors(algorithm="brute").fit(x)
-    if not distinct:
-        dist, idx = search.kneighbors(n_neighbors=l)
-        return np.square(dist), idx
     tol = copy_tolerance(x)
     non_empty = np.any(x != 0, axis=1)
     queried = l
     while True:
         dist, idx = search.kneighbors(n_neighbors=queried)
         d2 = np.square(dist)
-        copies = (d2 <= tol) & non_empty[:, None]
-        needed = l + int(copies.sum(axis=1).max())
-        if needed <= queried or queried == n - 1:
+        copies = (d2 <= tol) & non_empty[:, None] if distinct else np.zeros_like(d2, bool)
+        first = np.where(copies, idx, n).min(axis=1)  # each row's lowest-index copy (n: none)
+        d2 = np.where(copies & (idx != first[:, None]), np.inf, d2)
+        if index_ties:
+            keys = np.round(d2 / tol) if tol > 0 else d2
+            order = np.lexsort((idx, keys), axis=1)  # by key, then by index
+        else:
+            keys = d2
+            order = np.argsort(keys, axis=1, kind="stable")  # the search's own order among equals
+        d2, idx, keys = (np.take_along_axis(a, order, axis=1) for a in (d2, idx, keys))
+        needed = l + int(copies.sum(axis=1).max())  # the copies skipped take no slot
+        if queried == n - 1 or (not index_ties and needed <= queried):
             break
-        queried = min(n - 1, needed)
-    first = np.where(copies, idx, n).min(axis=1)  # each row's lowest-index copy (n: none)
-    skipped = copies & (idx != first[:, None])
-    order = np.argsort(skipped, axis=1, kind="stable")[:, :l]  # the rows kept first, nearest first
-    d2 = np.take_along_axis(np.where(skipped, np.inf, d2), order, axis=1)
-    idx = np.take_along_axis(idx, order, axis=1)
+        farthest = np.max(np.where(np.isfinite(d2), keys, -np.inf), axis=1)  # rows not queried: at least this
+        if needed <= queried and np.all(keys[:, l - 1] < farthest):  # no row left out could tie with the l-th
+            break
+        if index_ties and queried >= TIE_QUERY_GROWTH * needed:
+            break  # a tie group running past this is ranked by index among the rows queried
+        queried = min(n - 1, max(needed, 2 * queried if index_ties else needed))
+    d2, idx = d2[:, :l], idx[:, :l]
     return d2, np.where(np.isfinite(d2), idx, np.arange(n)[:, None])
 
 

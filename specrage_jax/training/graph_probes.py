@@ -120,8 +120,9 @@ def present_neighbor_lists(
     rows. A view's graph is built among the rows that have it, as in training, and with
     ``distinct`` a non-empty row's copies are not its neighbours (``graph.distinct_neighbors``).
     With ``as_trained`` the search is the jitted training graph's own (:func:`batch_knn_lists`):
-    where rows tie at the l-th distance, the rules read the neighbours the loss will read; else
-    it is the float64 search (:func:`knn_lists`), whose ties fall by rounding."""
+    where rows tie at the l-th distance, the rules read the neighbours the loss will read (tied
+    rows in index order); else it is the float64 search (:func:`knn_lists`) with ties left to
+    rounding, an order the views do not share."""
     lists = []
     for x in views:
         batch = np.asarray(x)[rows]
@@ -130,7 +131,7 @@ def present_neighbor_lists(
         if len(present) > 1:
             count = min(l, len(present) - 1)
             if not as_trained:
-                d2, idx = knn_lists(np.asarray(batch[present], np.float64), count, distinct=distinct)
+                d2, idx = knn_lists(np.asarray(batch[present], np.float64), count, distinct=distinct, index_ties=False)
             elif len(present) == len(rows):
                 d2, idx = batch_knn_lists(batch, count, distinct=distinct)
             else:
