@@ -4,13 +4,15 @@ Binary or count views (a text view's word sets, a link view, a narrow view of a 
 values) give many rows the same distance, so which of the tied rows fill a row's last neighbour
 slots is decided by tie-breaking, that is by row order and floating-point rounding. The loss reads
 lists computed in the jitted graph in float32 (``ops.neighbors.batch_knn_lists``: the same search
-compiled alone gives the same edges; run op by op it does not), which rank exactly tied rows by
-row index; the graph rules read the same lists (``graph_probes.present_neighbor_lists``), the
-view-relation test a float64 search whose ties fall by rounding (``as_trained=False``). On each
-set at seed 0, at the l and on the graph inputs the defaults resolve (the training rows the
-estimator would fit on), this reports per view the share of rows whose l-th and (l+1)-th
-neighbours tie and the number of distinct distances in the lists, and over the views the share of
-directed edges in the float64 lists that the jitted lists do not hold.
+compiled alone gives the same edges; run op by op it does not), which rank rows tied up to float32
+rounding by row index (``ops.affinity.tie_keys``); the graph rules read the same lists
+(``graph_probes.present_neighbor_lists``), the view-relation test a float64 search whose ties fall
+by rounding (``as_trained=False``). On each set at seed 0, at the l and on the graph inputs the
+defaults resolve (the training rows the estimator would fit on), this reports per view the share
+of rows whose l-th and (l+1)-th neighbours tie, the number of distinct distances in the lists and
+the largest share of the jitted lists' edges that move when the view's features are reordered
+(three seeded orders: the float32 sums round otherwise, as on another CPU), and over the views
+the share of directed edges in the float64 lists that the jitted lists do not hold.
 
     PYTHONPATH=. python experiments/knn_ties.py --data-dir DATA --out experiments/results/knn_ties.json
 """
@@ -47,6 +49,21 @@ def edges_not_shared(host_index: np.ndarray, jitted_index: np.ndarray) -> int:
     return sum(len(set(a.tolist()) - set(b.tolist())) for a, b in zip(host_index, jitted_index))
 
 
+FEATURE_ORDERS = 3
+
+
+def edges_moved_by_feature_order(x: np.ndarray, l: int, seed: int) -> float:
+    """The largest share over FEATURE_ORDERS seeded column orders of the jitted lists' directed
+    edges (x (m, d), l) that the lists of the reordered columns lack."""
+    reference = batch_knn_lists(x, l, distinct=True)[1]
+    rng = np.random.default_rng(seed)
+    moved = [
+        edges_not_shared(reference, batch_knn_lists(np.ascontiguousarray(x[:, rng.permutation(x.shape[1])]), l)[1])
+        for _ in range(FEATURE_ORDERS)
+    ]
+    return max(moved) / reference.size
+
+
 def set_ties(name: str, data_dir: str, seed: int) -> dict[str, Any] | None:
     """Per view tie share and distinct distances, and the share of edges the two lists differ
     in, for one set at its resolved l; None for a training set larger than one batch."""
@@ -68,6 +85,7 @@ def set_ties(name: str, data_dir: str, seed: int) -> dict[str, Any] | None:
             jitted_index = batch_knn_lists(x, l, distinct=True)[1]
             differ += edges_not_shared(index[:, :l], jitted_index)
             total += m * l
+            entry["moved_by_feature_order"] = edges_moved_by_feature_order(np.asarray(x, np.float32), l, seed)
         per_view.append(entry)
     return {"rows": m, "l": l, "views": per_view, "edges_not_shared": differ / total if total else None}
 
@@ -81,7 +99,11 @@ def main() -> None:
             continue
         results[name] = entry
         ties = " ".join(f"{v['tie_share']:.2f}" for v in entry["views"])
-        print(f"{name:38s} rows {entry['rows']:5d} l {entry['l']:3d} ties {ties:24s} edges {entry['edges_not_shared']}")
+        moved = " ".join(f"{v.get('moved_by_feature_order', float('nan')):.3f}" for v in entry["views"])
+        print(
+            f"{name:38s} rows {entry['rows']:5d} l {entry['l']:3d} ties {ties:24s} "
+            f"edges {entry['edges_not_shared']} moved by a feature order {moved}"
+        )
     payload = {"cpu": cpu_model(), "seed": args.seed, "tie_rtol": TIE_RTOL, "sets": results}
     Path(args.out).write_text(json.dumps(payload, indent=1) + "\n")
 
