@@ -52,10 +52,10 @@ def edges_not_shared(host_index: np.ndarray, jitted_index: np.ndarray) -> int:
 FEATURE_ORDERS = 3
 
 
-def edges_moved_by_feature_order(x: np.ndarray, l: int, seed: int) -> float:
+def edges_moved_by_feature_order(x: np.ndarray, reference: np.ndarray, seed: int) -> float:
     """The largest share over FEATURE_ORDERS seeded column orders of the jitted lists' directed
-    edges (x (m, d), l) that the lists of the reordered columns lack."""
-    reference = batch_knn_lists(x, l, distinct=True)[1]
+    edges (``reference`` (m, l), the lists of x (m, d)) that the lists of the reordered columns lack."""
+    l = reference.shape[1]
     rng = np.random.default_rng(seed)
     moved = [
         edges_not_shared(reference, batch_knn_lists(np.ascontiguousarray(x[:, rng.permutation(x.shape[1])]), l)[1])
@@ -85,7 +85,9 @@ def set_ties(name: str, data_dir: str, seed: int) -> dict[str, Any] | None:
             jitted_index = batch_knn_lists(x, l, distinct=True)[1]
             differ += edges_not_shared(index[:, :l], jitted_index)
             total += m * l
-            entry["moved_by_feature_order"] = edges_moved_by_feature_order(np.asarray(x, np.float32), l, seed)
+            entry["moved_by_feature_order"] = edges_moved_by_feature_order(
+                np.asarray(x, np.float32), jitted_index, seed
+            )
         per_view.append(entry)
     return {"rows": m, "l": l, "views": per_view, "edges_not_shared": differ / total if total else None}
 

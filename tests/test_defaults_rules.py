@@ -196,4 +196,6 @@ def test_the_tie_report_counts_ties_at_the_last_neighbour_and_edges_one_list_lac
     host, jitted = np.array([[1, 2], [0, 2]]), np.array([[2, 1], [0, 3]])
     assert ties.edges_not_shared(host, jitted) == 1  # order within a list does not count
     # one-hot rows are all sqrt 2 apart: ranked by index whatever the feature order
-    assert ties.edges_moved_by_feature_order(np.eye(12, dtype=np.float32), 3, seed=0) == 0.0
+    one_hot = np.eye(12, dtype=np.float32)
+    lists = ties.batch_knn_lists(one_hot, 3)[1]
+    assert ties.edges_moved_by_feature_order(one_hot, lists, seed=0) == 0.0

@@ -19,7 +19,7 @@ from sklearn.neighbors import NearestNeighbors
 from specrage_jax.ops.affinity import ROUNDING_TOLERANCE, nearest_neighbors, neighbor_sq_distances
 
 
-def copy_tolerance(x: np.ndarray) -> float:
+def rounding_step(x: np.ndarray) -> float:
     """ROUNDING_TOLERANCE times the mean off-diagonal squared distance of the rows of x (n, d)
     (2 n / (n - 1) times their mean squared distance to the centroid): the step of the grid on
     which distances tie, and the distance within which rows are copies."""
@@ -36,11 +36,11 @@ def knn_lists(
     x: np.ndarray, n_neighbors: int, *, distinct: bool = True, index_ties: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """(squared distances, indices), both (n, l), of each row's l nearest other rows, nearest
-    first. With ``index_ties`` rows at distances equal on the grid of :func:`copy_tolerance` are
+    first. With ``index_ties`` rows at distances equal on the grid of :func:`rounding_step` are
     ranked by index, as the jitted graph ranks them (:func:`~specrage_jax.ops.affinity.tie_keys`);
     a tie group running past ``TIE_QUERY_GROWTH`` times the rows needed is ranked by index among
     those (memory (n, 8 l)). Without, float64 rounding orders them. With ``distinct`` a non-empty
-    row's copies (squared distance at most :func:`copy_tolerance`) take one slot between them: the
+    row's copies (squared distance at most :func:`rounding_step`) take one slot between them: the
     lowest-index copy stays, the others are skipped (as
     :func:`specrage_jax.ops.affinity.without_copies`); a row with fewer than l others left is
     padded with +inf distances at its own index (no edge)."""
@@ -49,17 +49,17 @@ def knn_lists(
     if not 1 <= l <= n - 1:
         raise ValueError(f"n_neighbors={l} needs more than {l} rows, got {n}")
     search = NearestNeighbors(algorithm="brute").fit(x)
-    tol = copy_tolerance(x)
+    step = rounding_step(x)
     non_empty = np.any(x != 0, axis=1)
     queried = l
     while True:
         dist, idx = search.kneighbors(n_neighbors=queried)
         d2 = np.square(dist)
-        copies = (d2 <= tol) & non_empty[:, None] if distinct else np.zeros_like(d2, bool)
+        copies = (d2 <= step) & non_empty[:, None] if distinct else np.zeros_like(d2, bool)
         first = np.where(copies, idx, n).min(axis=1)  # each row's lowest-index copy (n: none)
         d2 = np.where(copies & (idx != first[:, None]), np.inf, d2)
         if index_ties:
-            keys = np.round(d2 / tol) if tol > 0 else d2
+            keys = np.round(d2 / step) if step > 0 else d2
             order = np.lexsort((idx, keys), axis=1)  # by key, then by index
         else:
             keys = d2
