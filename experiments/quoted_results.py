@@ -125,6 +125,15 @@ FIGURES: dict[str, Figure] = {
         "stress variants: at or above their bar", "devsuite_variants", "results/*/ratio", "at_least_1"
     ),
     "variants_lowest": Figure("stress variants: lowest ACC / bar", "devsuite_variants", "results/*/ratio", "min"),
+    "variants_seeds_mean": Figure(
+        "stress variants over fit seeds 0-4: mean ACC / bar", "devsuite_variants_seeds", "mean"
+    ),
+    "variants_seeds_lowest": Figure(
+        "stress variants over fit seeds 0-4: lowest variant mean", "devsuite_variants_seeds", "lowest_mean/ratio"
+    ),
+    "variants_seeds_worst_run": Figure(
+        "stress variants over fit seeds 0-4: lowest run", "devsuite_variants_seeds", "ratios/*/by_seed/*", "min"
+    ),
     **{k: v for n, name in CURVE_SIZES.values() for k, v in curve_figures(n, name).items()},
     "imn_1m_svm": Figure("InfiniteMNIST at 1,000,000: test SVM ACC", "infinitemnist_curve", "runs/[n=1000000]/svm_acc"),
     "imn_1m_nmi": Figure(
@@ -207,6 +216,16 @@ QUOTES: tuple[re.Pattern[str], ...] = (
     pattern(r"the #variants_count stress variants(?! of the time)"),
     pattern(rf"{LATER_SET}[^\n]{{0,80}}?#variants_mean×[^\n]{{0,50}}?#variants_met of #variants_count__n at or above"),
     pattern(rf"{LATER_SET}[^\n]{{0,250}}?(?:one below 0\.85× \(|the lowest )[^\n]{{0,60}}?#variants_lowest×"),
+    pattern(
+        r"fit seeds 0–4[^:\n]{0,30}: mean #variants_seeds_mean×"
+        r"[^\n]{0,80}?lowest variant mean \S+ #variants_seeds_lowest×"
+    ),
+    pattern(
+        r"lowest variant mean \S+ #variants_seeds_lowest×(?:,| and) "
+        r"(?:its )?lowest run[^\n]{0,30}? #variants_seeds_worst_run×"
+    ),
+    pattern(r"#variants_seeds_mean× over seeds 0–4"),
+    pattern(r"Over fit seeds 0–4 on the same box the mean is #variants_seeds_mean×"),
     # InfiniteMNIST, the whole pipeline at 20k, 100k and 1M samples
     *(
         pattern(rf"\b{label} (?:in )?#{name}_wall s(?: \([^)\n]*\))?(?:,| /) (?:test (?:k-means ACC )?)?#{name}_acc")
