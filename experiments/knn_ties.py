@@ -58,7 +58,7 @@ def edges_moved_by_feature_order(x: np.ndarray, reference: np.ndarray, seed: int
     l = reference.shape[1]
     rng = np.random.default_rng(seed)
     moved = [
-        edges_not_shared(reference, batch_knn_lists(np.ascontiguousarray(x[:, rng.permutation(x.shape[1])]), l)[1])
+        edges_not_shared(reference, batch_knn_lists(x[:, rng.permutation(x.shape[1])], l)[1])
         for _ in range(FEATURE_ORDERS)
     ]
     return max(moved) / reference.size
@@ -85,9 +85,7 @@ def set_ties(name: str, data_dir: str, seed: int) -> dict[str, Any] | None:
             jitted_index = batch_knn_lists(x, l, distinct=True)[1]
             differ += edges_not_shared(index[:, :l], jitted_index)
             total += m * l
-            entry["moved_by_feature_order"] = edges_moved_by_feature_order(
-                np.asarray(x, np.float32), jitted_index, seed
-            )
+            entry["moved_by_feature_order"] = edges_moved_by_feature_order(x, jitted_index, seed)
         per_view.append(entry)
     return {"rows": m, "l": l, "views": per_view, "edges_not_shared": differ / total if total else None}
 
