@@ -230,16 +230,12 @@ def table_line(name: str, entry: dict[str, Any], naive: dict[str, Any] | None) -
 
 def targets(args: argparse.Namespace) -> list[tuple[str, list[str], str, str]]:
     """(kind, names, out file, naive file) for the suite sets and/or the variants asked for."""
-    import devsuite_variants as dv
-
     jobs = []
-    if args.datasets is not None:
-        names = list(dv.DEVSUITE_SETS) if args.datasets in ([], ["all"]) else args.datasets
-        naive = str(Path(args.data_dir) / "devsuite" / "baselines.json")
-        jobs.append(("suite", names, args.out or SUITE_OUT, naive))
-    if args.variants is not None:
-        names = list(dv.VARIANTS) if args.variants in ([], ["all"]) else args.variants
-        jobs.append(("variants", names, args.out or VARIANTS_OUT, VARIANTS_NAIVE))
+    for kind, names in nb.chosen_sets(args):
+        if kind == "suite":
+            jobs.append((kind, names, args.out or SUITE_OUT, str(Path(args.data_dir) / "devsuite" / "baselines.json")))
+        else:
+            jobs.append((kind, names, args.out or VARIANTS_OUT, VARIANTS_NAIVE))
     if len(jobs) == 2 and args.out:
         raise SystemExit("cca_baselines: --out names one file; run the suite and the variants apart")
     return jobs
@@ -247,9 +243,8 @@ def targets(args: argparse.Namespace) -> list[tuple[str, list[str], str, str]]:
 
 def run_job(kind: str, names: list[str], out: Path, naive_file: str, args: argparse.Namespace) -> None:
     """Computes (unless --table-only) and writes the entries, then prints the table."""
-    import devsuite_variants as dv
 
-    known = list(dv.DEVSUITE_SETS) if kind == "suite" else list(dv.VARIANTS)
+    known = nb.known_sets(kind)
     unknown = [name for name in names if name not in known]
     if unknown:
         raise SystemExit(f"cca_baselines: unknown {kind} names {unknown}; known: {', '.join(known)}")
@@ -257,17 +252,13 @@ def run_job(kind: str, names: list[str], out: Path, naive_file: str, args: argpa
     results: dict[str, Any] = json.loads(out.read_text()) if out.is_file() else {}
     for name in names:
         if not args.table_only:
-            if kind == "suite":
-                data = dv.load_base(name, args.data_dir)
-            else:
-                data = dv.build_variant(name, args.data_dir, seed=args.seed)
+            data = nb.load_known_set(kind, name, args.data_dir, args.seed)
             with threadpool_limits(limits=1):
                 entry = cca_baselines(data.views, data.labels, data.n_classes)
             if kind == "variants":
                 entry["seed"] = args.seed
             results[name] = entry
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps({key: results[key] for key in known if key in results}, indent=1))
+            nb.write_entries(out, results, known)
         if name in results:
             print(table_line(name, results[name], naive.get(name)), flush=True)
     if not args.table_only:
@@ -276,10 +267,7 @@ def run_job(kind: str, names: list[str], out: Path, naive_file: str, args: argpa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", required=True, help="holds devsuite/, handwritten.mat, mnist/")
-    parser.add_argument("--datasets", nargs="*", default=None, help="development-suite sets, or 'all'")
-    parser.add_argument("--variants", nargs="*", default=None, help="variant names, or 'all' (devsuite_variants)")
-    parser.add_argument("--seed", type=int, default=0, help="the variants' seed")
+    nb.add_set_arguments(parser, data_dir_required=True)
     parser.add_argument("--out", default=None, help=f"default {SUITE_OUT} or {VARIANTS_OUT}")
     parser.add_argument("--table-only", action="store_true", help="print the table from --out, compute nothing")
     args = parser.parse_args()

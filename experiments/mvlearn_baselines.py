@@ -201,7 +201,7 @@ def markdown_table(names: Sequence[str], results: dict[str, Any], ours: dict[str
     """The comparison table (markdown) with its source files and summary line."""
     rows = [table_row(name, results[name], ours.get(name)) for name in names if name in results]
     missing = [name for name in names if name not in results]
-    left_out = f"Not measured: {', '.join(missing)} (over {MAX_ROWS} rows)." if missing else ""
+    left_out = f"Not in the results: {', '.join(missing)} (sets over {MAX_ROWS} rows are left out)." if missing else ""
     return "\n".join(
         [
             f"The default estimator's ACC (`{defaults_file}`) against the best of mvlearn 0.5.0's clusterer "
@@ -220,9 +220,8 @@ def markdown_table(names: Sequence[str], results: dict[str, Any], ours: dict[str
 
 def run_job(kind: str, names: list[str], out: Path, args: argparse.Namespace) -> None:
     """Computes (unless --table-only) and writes the entries, then writes and prints the table."""
-    import devsuite_variants as dv
 
-    known = list(dv.DEVSUITE_SETS) if kind == "suite" else list(dv.VARIANTS)
+    known = nb.known_sets(kind)
     unknown = [name for name in names if name not in known]
     if unknown:
         raise SystemExit(f"mvlearn_baselines: unknown {kind} names {unknown}; known: {', '.join(known)}")
@@ -232,11 +231,7 @@ def run_job(kind: str, names: list[str], out: Path, args: argparse.Namespace) ->
     for name in names:
         if args.table_only or (name in results and not args.recompute):
             continue
-        data = (
-            dv.load_base(name, args.data_dir)
-            if kind == "suite"
-            else dv.build_variant(name, args.data_dir, seed=args.seed)
-        )
+        data = nb.load_known_set(kind, name, args.data_dir, args.seed)
         if data.labels.shape[0] > MAX_ROWS:
             print(f"{name}: {data.labels.shape[0]} rows, over {MAX_ROWS}: left out", flush=True)
             continue
@@ -244,38 +239,26 @@ def run_job(kind: str, names: list[str], out: Path, args: argparse.Namespace) ->
         if kind == "variants":
             entry["seed"] = args.seed
         results[name] = entry
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({key: results[key] for key in known if key in results}, indent=1))
+        nb.write_entries(out, results, known)
         print(table_row(name, entry, ours.get(name)), flush=True)
-    table = markdown_table([name for name in known if name in results or name in names], results, ours, defaults_file)
+    table = markdown_table(known, results, ours, defaults_file)
     out.with_suffix(".md").write_text(table)
     print(table)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default=None, help="holds devsuite/, handwritten.mat, mnist/")
-    parser.add_argument("--datasets", nargs="*", default=None, help="development-suite sets, or 'all'")
-    parser.add_argument("--variants", nargs="*", default=None, help="variant names, or 'all' (devsuite_variants)")
-    parser.add_argument("--seed", type=int, default=0, help="the variants' seed")
+    nb.add_set_arguments(parser, data_dir_required=False)
     parser.add_argument("--table-only", action="store_true", help="print the tables from the results files")
     parser.add_argument("--recompute", action="store_true", help="rerun the sets the results files already hold")
     args = parser.parse_args()
     if not args.table_only and args.data_dir is None:
         raise SystemExit("mvlearn_baselines: --data-dir is required unless --table-only")
-    import devsuite_variants as dv
-
-    jobs = []
-    if args.datasets is not None:
-        names = list(dv.DEVSUITE_SETS) if args.datasets in ([], ["all"]) else args.datasets
-        jobs.append(("suite", names, Path(SUITE_OUT)))
-    if args.variants is not None:
-        names = list(dv.VARIANTS) if args.variants in ([], ["all"]) else args.variants
-        jobs.append(("variants", names, Path(VARIANTS_OUT)))
+    jobs = nb.chosen_sets(args)
     if not jobs:
         raise SystemExit("mvlearn_baselines: name --datasets and/or --variants")
-    for kind, names, out in jobs:
-        run_job(kind, names, out, args)
+    for kind, names in jobs:
+        run_job(kind, names, Path(SUITE_OUT if kind == "suite" else VARIANTS_OUT), args)
 
 
 if __name__ == "__main__":

@@ -174,6 +174,44 @@ def best_baseline(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return max(entry["baselines"].items(), key=lambda item: item[1]["ACC"])
 
 
+def known_sets(kind: str) -> list[str]:
+    """The development suite's set names (``kind`` "suite") or the variants' names, in order."""
+    import devsuite_variants as dv
+
+    return list(dv.DEVSUITE_SETS) if kind == "suite" else list(dv.VARIANTS)
+
+
+def add_set_arguments(parser: argparse.ArgumentParser, *, data_dir_required: bool) -> None:
+    """--data-dir, --datasets (suite sets or 'all'), --variants (names or 'all') and --seed."""
+    parser.add_argument("--data-dir", required=data_dir_required, help="holds devsuite/, handwritten.mat, mnist/")
+    parser.add_argument("--datasets", nargs="*", default=None, help="development-suite sets, or 'all'")
+    parser.add_argument("--variants", nargs="*", default=None, help="variant names, or 'all' (devsuite_variants)")
+    parser.add_argument("--seed", type=int, default=0, help="the variants' seed")
+
+
+def chosen_sets(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    """(kind, names) for the suite sets and/or the variants that :func:`add_set_arguments`'s
+    arguments ask for; an empty list or 'all' names every set of its kind."""
+    chosen = []
+    for kind, asked in (("suite", args.datasets), ("variants", args.variants)):
+        if asked is not None:
+            chosen.append((kind, known_sets(kind) if asked in ([], ["all"]) else list(asked)))
+    return chosen
+
+
+def load_known_set(kind: str, name: str, data_dir: str, seed: int) -> Any:
+    """A development-suite set (``kind`` "suite", all views) or a variant built with ``seed``."""
+    import devsuite_variants as dv
+
+    return dv.load_base(name, data_dir) if kind == "suite" else dv.build_variant(name, data_dir, seed=seed)
+
+
+def write_entries(out: Path, results: dict[str, Any], known: Sequence[str]) -> None:
+    """Writes ``results`` ({set name: entry}) to ``out`` as JSON, in the order of ``known``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({key: results[key] for key in known if key in results}, indent=1))
+
+
 def check_against(data_dir: str, names: Sequence[str]) -> list[dict[str, Any]]:
     """Recomputes the named development-suite sets and compares with ``baselines.json``; one row
     per (dataset, baseline): ours, theirs and the difference in ACC."""
@@ -233,8 +271,7 @@ def main() -> None:
         results[name] = entry
         best_name, best = best_baseline(entry)
         print(f"{name:32s} n {entry['n']:5d} k {entry['k']:3d}  best {best_name} ACC {best['ACC']:.3f}", flush=True)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({key: results[key] for key in VARIANTS if key in results}, indent=1))
+        write_entries(out, results, list(VARIANTS))
     print(f"wrote {out}")
 
 
