@@ -243,7 +243,6 @@ def targets(args: argparse.Namespace) -> list[tuple[str, list[str], str, str]]:
 
 def run_job(kind: str, names: list[str], out: Path, naive_file: str, args: argparse.Namespace) -> None:
     """Computes (unless --table-only) and writes the entries, then prints the table."""
-
     known = nb.known_sets(kind)
     unknown = [name for name in names if name not in known]
     if unknown:

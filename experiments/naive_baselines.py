@@ -44,6 +44,7 @@ from sklearn.preprocessing import StandardScaler, normalize
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from specrage_jax.data import MultiViewData
 from specrage_jax.evaluation.metrics import clustering_accuracy
 
 KMEANS_SEEDS = range(5)
@@ -199,7 +200,7 @@ def chosen_sets(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     return chosen
 
 
-def load_known_set(kind: str, name: str, data_dir: str, seed: int) -> Any:
+def load_known_set(kind: str, name: str, data_dir: str, seed: int) -> MultiViewData:
     """A development-suite set (``kind`` "suite", all views) or a variant built with ``seed``."""
     import devsuite_variants as dv
 
