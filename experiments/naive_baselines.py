@@ -112,6 +112,11 @@ def kmeans_once(embedding: np.ndarray, labels: np.ndarray, k: int, seed: int) ->
     """ACC / NMI / ARI of one k-means (n_init 10, ``random_state=seed``)."""
     with threadpool_limits(limits=1, user_api="openmp"):
         predicted = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(embedding)
+    return partition_scores(labels, predicted, seed)
+
+
+def partition_scores(labels: np.ndarray, predicted: np.ndarray, seed: int) -> dict[str, Any]:
+    """ACC (Hungarian) / NMI / ARI of one partition ``predicted`` (n,) against ``labels`` (n,)."""
     return {
         "seed": seed,
         "ACC": clustering_accuracy(labels, predicted),

