@@ -14,12 +14,14 @@ Writes OUT.json (every run, the resolved settings, the CPU) and OUT.md (per seed
 mean and the worst seed).
 
     PYTHONPATH=. python experiments/seed_spread.py --data-dir DATA --seeds 0 1 2 3 4
+    PYTHONPATH=. python experiments/seed_spread.py --table-only   # re-summarize OUT.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -83,8 +85,11 @@ def run_record(kmeans_acc: float, svm_acc: float, seconds: float, resolved: dict
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean, worst and largest SVM-over-k-means gap of the runs' k-means ACC. The mean sums exactly
+    (``statistics.fmean``): the ACCs are whole test rows, and a float sum can land an ulp under a
+    bar the rows meet (1,880 of 2,000 Handwritten test rows: 0.9399999999999998 by ``np.mean``)."""
     acc = [r["kmeans_acc"] for r in runs]
-    return {"mean": float(np.mean(acc)), "worst": float(np.min(acc)), "largest_gap": max(r["gap"] for r in runs)}
+    return {"mean": statistics.fmean(acc), "worst": float(np.min(acc)), "largest_gap": max(r["gap"] for r in runs)}
 
 
 def markdown(results: dict[str, dict[str, Any]], seeds: list[int]) -> str:
@@ -111,12 +116,25 @@ def markdown(results: dict[str, dict[str, Any]], seeds: list[int]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", required=True, help="holds handwritten.mat and BDGP.mat")
+    parser.add_argument("--data-dir", help="holds handwritten.mat and BDGP.mat (needed unless --table-only)")
     parser.add_argument("--datasets", nargs="*", default=list(FILES), choices=list(FILES))
     parser.add_argument("--paths", nargs="*", default=["estimator", "cli"], choices=["estimator", "cli"])
     parser.add_argument("--seeds", nargs="*", type=int, default=list(range(5)))
     parser.add_argument("--out", default="experiments/results/seed_spread")
+    parser.add_argument("--table-only", action="store_true", help="re-summarize OUT.json's runs, rewrite OUT.md")
     args = parser.parse_args()
+    out = Path(args.out)
+    if args.table_only:
+        saved = json.loads(out.with_suffix(".json").read_text())
+        for paths in saved["results"].values():
+            for entry in paths.values():
+                entry["summary"] = summary(entry["runs"])
+        out.with_suffix(".json").write_text(json.dumps(saved, indent=1))
+        out.with_suffix(".md").write_text(markdown(saved["results"], saved["seeds"]))
+        print(markdown(saved["results"], saved["seeds"]))
+        return
+    if not args.data_dir:
+        parser.error("--data-dir is required to run the fits")
     run = {"estimator": estimator_run, "cli": cli_run}
     results: dict[str, dict[str, Any]] = {}
     for name in args.datasets:
@@ -131,7 +149,6 @@ def main() -> None:
                     flush=True,
                 )
             results.setdefault(name, {})[path] = {"runs": runs, "summary": summary(runs)}
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(
         json.dumps({"seeds": args.seeds, "cpu": cpu_model(), "results": results}, indent=1)
