@@ -154,6 +154,29 @@ FIGURES: dict[str, Figure] = {
         for data, path in SPREAD_ROWS
         for suffix, key in (("", "mean"), ("_worst", "worst"), ("_gap", "largest_gap"))
     },
+    # the same runs on a second CPU model (experiments/results/cross_cpu/)
+    "cross_suite_met": Figure(
+        "second CPU: suite at or above the bar", "cross_cpu/devsuite", "results/*/ratio", "at_least_1"
+    ),
+    "cross_suite_sets": Figure("second CPU: suite datasets", "cross_cpu/devsuite", "results/*/ratio", "count"),
+    "cross_variants_count": Figure("second CPU: variants", "cross_cpu/devsuite_variants", "results/*/ratio", "count"),
+    "cross_variants_mean": Figure(
+        "second CPU: variants' mean ACC / bar", "cross_cpu/devsuite_variants", "results/*/ratio", "mean"
+    ),
+    "cross_variants_met": Figure(
+        "second CPU: variants at or above", "cross_cpu/devsuite_variants", "results/*/ratio", "at_least_1"
+    ),
+    "cross_variants_lowest": Figure(
+        "second CPU: lowest variant ACC / bar", "cross_cpu/devsuite_variants", "results/*/ratio", "min"
+    ),
+    **{
+        f"cross_spread_{data}_{path}": Figure(
+            f"second CPU, no preset, seeds 0-4, {data} {path}: mean",
+            "cross_cpu/seed_spread",
+            f"results/{data}/{path}/summary/mean",
+        )
+        for data, path in SPREAD_ROWS
+    },
 }
 
 
@@ -245,6 +268,13 @@ QUOTES: tuple[re.Pattern[str], ...] = (
             rf"\| #spread_{d}_{p}_worst \| #spread_{d}_{p}_gap \|"
         )
         for (d, p), row in SPREAD_ROWS.items()
+    ),
+    pattern(
+        r"On a second CPU\**[^\n]{0,100}?the suite #cross_suite_met of #cross_suite_sets at seed 0, the "
+        r"#cross_variants_count variants #cross_variants_mean× their bars on average \(#cross_variants_met at or "
+        r"above\), lowest \S+ #cross_variants_lowest×[^\n]{0,120}?seeds 0–4: Handwritten estimator the same per "
+        r"seed, #cross_spread_handwritten_estimator \([^)\n]*\), CLI #cross_spread_handwritten_cli, BDGP "
+        r"#cross_spread_bdgp_estimator / #cross_spread_bdgp_cli"
     ),
 )
 
