@@ -270,7 +270,7 @@ QUOTES: tuple[re.Pattern[str], ...] = (
         for (d, p), row in SPREAD_ROWS.items()
     ),
     pattern(
-        r"On a second CPU\**[^\n]{0,100}?the suite #cross_suite_met of #cross_suite_sets at seed 0, the "
+        r"On a second CPU\**[^\n]{0,250}?the suite #cross_suite_met of #cross_suite_sets at seed 0, the "
         r"#cross_variants_count variants #cross_variants_mean× their bars on average \(#cross_variants_met at or "
         r"above\), lowest \S+ #cross_variants_lowest×[^\n]{0,120}?seeds 0–4: Handwritten estimator the same per "
         r"seed, #cross_spread_handwritten_estimator \([^)\n]*\), CLI #cross_spread_handwritten_cli, BDGP "
