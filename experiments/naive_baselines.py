@@ -197,11 +197,18 @@ def add_set_arguments(parser: argparse.ArgumentParser, *, data_dir_required: boo
 
 def chosen_sets(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     """(kind, names) for the suite sets and/or the variants that :func:`add_set_arguments`'s
-    arguments ask for; an empty list or 'all' names every set of its kind."""
+    arguments ask for; an empty list or 'all' names every set of its kind. A name of neither kind
+    stops the script with the names it knows."""
     chosen = []
     for kind, asked in (("suite", args.datasets), ("variants", args.variants)):
-        if asked is not None:
-            chosen.append((kind, known_sets(kind) if asked in ([], ["all"]) else list(asked)))
+        if asked is None:
+            continue
+        known = known_sets(kind)
+        names = known if asked in ([], ["all"]) else list(asked)
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise SystemExit(f"unknown {kind} names {unknown}; known: {', '.join(known)}")
+        chosen.append((kind, names))
     return chosen
 
 

@@ -101,6 +101,36 @@ SPREAD_ROWS = {  # (dataset, path) in seed_spread.json: its row in the notes' ta
 SEED_KINDS = ("mean", "std", "worst", "nmi", "svm", "val", "gap")
 CURVE_SIZES = {"20k": (20_000, "imn_20k"), "100k": (100_000, "imn_100k"), "1M": (1_000_000, "imn_1m")}
 
+
+def devsuite_figures(prefix: str, folder: str, suite: str, variants: str) -> dict[str, Figure]:
+    """The development suite's and the variants' summary figures of one devsuite.py run at seed 0
+    (``FOLDERdevsuite.json``, ``FOLDERdevsuite_variants.json``), keyed ``PREFIXsuite_met`` and so on."""
+    ratio = "results/*/ratio"
+    suite_file, variants_file = f"{folder}devsuite", f"{folder}devsuite_variants"
+    return {
+        f"{prefix}suite_met": Figure(f"{suite}: datasets at or above their bar", suite_file, ratio, "at_least_1"),
+        f"{prefix}suite_sets": Figure(f"{suite}: datasets with a naive bar", suite_file, ratio, "count"),
+        f"{prefix}variants_count": Figure(f"{variants}: how many", variants_file, ratio, "count"),
+        f"{prefix}variants_mean": Figure(f"{variants}: mean ACC / bar", variants_file, ratio, "mean"),
+        f"{prefix}variants_met": Figure(f"{variants}: at or above their bar", variants_file, ratio, "at_least_1"),
+        f"{prefix}variants_lowest": Figure(f"{variants}: lowest ACC / bar", variants_file, ratio, "min"),
+    }
+
+
+def spread_figures(prefix: str, folder: str, label: str, *keys: tuple[str, str]) -> dict[str, Figure]:
+    """Seed-spread summaries (``FOLDERseed_spread.json``) per SPREAD_ROWS entry, keyed
+    ``PREFIX{data}_{path}{suffix}`` for each (suffix, summary key) of ``keys``."""
+    return {
+        f"{prefix}{data}_{path}{suffix}": Figure(
+            f"{label}, seeds 0-4, {data} {path}: {key.replace('_', ' ')}",
+            f"{folder}seed_spread",
+            f"results/{data}/{path}/summary/{key}",
+        )
+        for data, path in SPREAD_ROWS
+        for suffix, key in keys
+    }
+
+
 FIGURES: dict[str, Figure] = {
     **seed_figures("handwritten", "handwritten", "Handwritten, paper table", *SEED_KINDS),
     **{
@@ -115,16 +145,7 @@ FIGURES: dict[str, Figure] = {
     **seed_figures("handwritten_tuned_preset", "tuned", "Handwritten, the tuned preset", "mean", "std", "worst", "val"),
     **seed_figures("bdgp", "bdgp", "BDGP, paper table", "mean", "std", "worst", "nmi", "svm", "gap"),
     **seed_figures("noisymnist", "noisymnist", "NoisyMNIST, paper table", "mean", "std", "worst", "nmi", "svm", "val"),
-    "suite_met": Figure(
-        "development suite: datasets at or above their bar", "devsuite", "results/*/ratio", "at_least_1"
-    ),
-    "suite_sets": Figure("development suite: datasets with a naive bar", "devsuite", "results/*/ratio", "count"),
-    "variants_count": Figure("stress variants: how many", "devsuite_variants", "results/*/ratio", "count"),
-    "variants_mean": Figure("stress variants: mean ACC / bar", "devsuite_variants", "results/*/ratio", "mean"),
-    "variants_met": Figure(
-        "stress variants: at or above their bar", "devsuite_variants", "results/*/ratio", "at_least_1"
-    ),
-    "variants_lowest": Figure("stress variants: lowest ACC / bar", "devsuite_variants", "results/*/ratio", "min"),
+    **devsuite_figures("", "", "development suite", "stress variants"),
     "variants_seeds_mean": Figure(
         "stress variants over fit seeds 0-4: mean ACC / bar", "devsuite_variants_seeds", "mean"
     ),
@@ -145,38 +166,10 @@ FIGURES: dict[str, Figure] = {
         "runs/[n=1000000]/peak_host_bytes",
         scale=2.0**-30,
     ),
-    **{
-        f"spread_{data}_{path}{suffix}": Figure(
-            f"no preset, seeds 0-4, {data} {path}: {key.replace('_', ' ')}",
-            "seed_spread",
-            f"results/{data}/{path}/summary/{key}",
-        )
-        for data, path in SPREAD_ROWS
-        for suffix, key in (("", "mean"), ("_worst", "worst"), ("_gap", "largest_gap"))
-    },
+    **spread_figures("spread_", "", "no preset", ("", "mean"), ("_worst", "worst"), ("_gap", "largest_gap")),
     # the same runs on a second CPU model (experiments/results/cross_cpu/)
-    "cross_suite_met": Figure(
-        "second CPU: suite at or above the bar", "cross_cpu/devsuite", "results/*/ratio", "at_least_1"
-    ),
-    "cross_suite_sets": Figure("second CPU: suite datasets", "cross_cpu/devsuite", "results/*/ratio", "count"),
-    "cross_variants_count": Figure("second CPU: variants", "cross_cpu/devsuite_variants", "results/*/ratio", "count"),
-    "cross_variants_mean": Figure(
-        "second CPU: variants' mean ACC / bar", "cross_cpu/devsuite_variants", "results/*/ratio", "mean"
-    ),
-    "cross_variants_met": Figure(
-        "second CPU: variants at or above", "cross_cpu/devsuite_variants", "results/*/ratio", "at_least_1"
-    ),
-    "cross_variants_lowest": Figure(
-        "second CPU: lowest variant ACC / bar", "cross_cpu/devsuite_variants", "results/*/ratio", "min"
-    ),
-    **{
-        f"cross_spread_{data}_{path}": Figure(
-            f"second CPU, no preset, seeds 0-4, {data} {path}: mean",
-            "cross_cpu/seed_spread",
-            f"results/{data}/{path}/summary/mean",
-        )
-        for data, path in SPREAD_ROWS
-    },
+    **devsuite_figures("cross_", "cross_cpu/", "second CPU: suite", "second CPU: variants"),
+    **spread_figures("cross_spread_", "cross_cpu/", "second CPU, no preset", ("", "mean")),
 }
 
 

@@ -114,6 +114,15 @@ def markdown(results: dict[str, dict[str, Any]], seeds: list[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_outputs(out: Path, payload: dict[str, Any]) -> None:
+    """OUT.json (``payload``: seeds, cpu, results) and OUT.md (its table), the table printed."""
+    table = markdown(payload["results"], payload["seeds"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(payload, indent=1))
+    out.with_suffix(".md").write_text(table)
+    print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", help="holds handwritten.mat and BDGP.mat (needed unless --table-only)")
@@ -129,9 +138,7 @@ def main() -> None:
         for paths in saved["results"].values():
             for entry in paths.values():
                 entry["summary"] = summary(entry["runs"])
-        out.with_suffix(".json").write_text(json.dumps(saved, indent=1))
-        out.with_suffix(".md").write_text(markdown(saved["results"], saved["seeds"]))
-        print(markdown(saved["results"], saved["seeds"]))
+        write_outputs(out, saved)
         return
     if not args.data_dir:
         parser.error("--data-dir is required to run the fits")
@@ -149,12 +156,7 @@ def main() -> None:
                     flush=True,
                 )
             results.setdefault(name, {})[path] = {"runs": runs, "summary": summary(runs)}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(
-        json.dumps({"seeds": args.seeds, "cpu": cpu_model(), "results": results}, indent=1)
-    )
-    out.with_suffix(".md").write_text(markdown(results, args.seeds))
-    print(markdown(results, args.seeds))
+    write_outputs(out, {"seeds": args.seeds, "cpu": cpu_model(), "results": results})
 
 
 if __name__ == "__main__":

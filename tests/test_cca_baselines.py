@@ -75,3 +75,15 @@ def test_reduction_caps_wide_views_and_names_the_settings():
     assert len(cb.setting_names()) == 16 and "gcca/c0.3/unit" in cb.setting_names()
     with pytest.raises(ValueError, match="two views"):
         cb.mcca([wide], 2, 0.1)
+
+
+def test_the_baseline_scripts_choose_sets_by_name_and_refuse_unknown_ones():
+    import argparse
+
+    nb = cb.nb
+    parser = argparse.ArgumentParser()
+    nb.add_set_arguments(parser, data_dir_required=False)
+    every = parser.parse_args(["--datasets", "all", "--variants", "translations6"])
+    assert nb.chosen_sets(every) == [("suite", nb.known_sets("suite")), ("variants", ["translations6"])]
+    with pytest.raises(SystemExit, match=r"unknown variants names \['translations7'\]; known: .*translations6"):
+        nb.chosen_sets(parser.parse_args(["--variants", "translations7"]))
