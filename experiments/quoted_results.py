@@ -92,6 +92,14 @@ def curve_figures(n: int, name: str) -> dict[str, Figure]:
     }
 
 
+OTHER_CPUS = {  # a CPU's row label in the results page's table: its folder under results/cross_cpu/
+    "Intel Xeon, family 6 model 167": "xeon_f6_m167",
+    "AMD EPYC, family 25 model 17": "epyc_f25_m17",
+}
+CPU_ROWS = {"AMD EPYC, family 23 model 49": ("", "spread_")} | {  # row label: (suite prefix, spread prefix)
+    label: (f"{folder}_", f"{folder}_spread_") for label, folder in OTHER_CPUS.items()
+}
+
 SPREAD_ROWS = {  # (dataset, path) in seed_spread.json: its row in the notes' table
     ("handwritten", "estimator"): "Handwritten | estimator",
     ("handwritten", "cli"): "Handwritten | CLI",
@@ -167,9 +175,15 @@ FIGURES: dict[str, Figure] = {
         scale=2.0**-30,
     ),
     **spread_figures("spread_", "", "no preset", ("", "mean"), ("_worst", "worst"), ("_gap", "largest_gap")),
-    # the same runs on a second CPU model (experiments/results/cross_cpu/)
-    **devsuite_figures("cross_", "cross_cpu/", "second CPU: suite", "second CPU: variants"),
-    **spread_figures("cross_spread_", "cross_cpu/", "second CPU, no preset", ("", "mean")),
+    # the same runs on more CPU models (experiments/results/cross_cpu/FOLDER/)
+    **{
+        name: figure
+        for folder in OTHER_CPUS.values()
+        for name, figure in (
+            devsuite_figures(f"{folder}_", f"cross_cpu/{folder}/", f"{folder}: suite", f"{folder}: variants")
+            | spread_figures(f"{folder}_spread_", f"cross_cpu/{folder}/", f"{folder}, no preset", ("", "mean"))
+        ).items()
+    },
 }
 
 
@@ -262,12 +276,13 @@ QUOTES: tuple[re.Pattern[str], ...] = (
         )
         for (d, p), row in SPREAD_ROWS.items()
     ),
-    pattern(
-        r"On a second CPU\**[^\n]{0,250}?the suite #cross_suite_met of #cross_suite_sets at seed 0, the "
-        r"#cross_variants_count variants #cross_variants_mean× their bars on average \(#cross_variants_met at or "
-        r"above\), lowest \S+ #cross_variants_lowest×[^\n]{0,120}?seeds 0–4: Handwritten estimator the same per "
-        r"seed, #cross_spread_handwritten_estimator \([^)\n]*\), CLI #cross_spread_handwritten_cli, BDGP "
-        r"#cross_spread_bdgp_estimator / #cross_spread_bdgp_cli"
+    *(
+        pattern(
+            rf"^\| {re.escape(label)}[^|\n]* \| #{a}suite_met of #{a}suite_sets \| #{a}variants_mean× "
+            rf"\(#{a}variants_met of #{a}variants_count\) \| \S+ #{a}variants_lowest× \| "
+            rf"#{b}handwritten_estimator / #{b}handwritten_cli \| #{b}bdgp_estimator / #{b}bdgp_cli \|"
+        )
+        for label, (a, b) in CPU_ROWS.items()
     ),
 )
 

@@ -93,6 +93,8 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def markdown(results: dict[str, dict[str, Any]], seeds: list[int]) -> str:
+    """The per-seed table. The mean has four decimals: five ACCs of 400 test rows average to
+    multiples of 0.0005, and three decimals would print 0.9395 as 0.940, over a bar it misses."""
     lines = [
         "| dataset | path | "
         + " | ".join(f"seed {s}: k-means / SVM" for s in seeds)
@@ -109,7 +111,7 @@ def markdown(results: dict[str, dict[str, Any]], seeds: list[int]) -> str:
             lines.append(
                 f"| {name} | {path} | "
                 + " | ".join(cells)
-                + f" | {s['mean']:.3f} | {s['worst']:.3f} | {s['largest_gap']:.3f} |"
+                + f" | {s['mean']:.4f} | {s['worst']:.3f} | {s['largest_gap']:.3f} |"
             )
     return "\n".join(lines) + "\n"
 

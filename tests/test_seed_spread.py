@@ -41,4 +41,10 @@ def test_table_only_resummarizes_the_saved_runs(tmp_path, monkeypatch, capsys):
     rewritten = json.loads(out.with_suffix(".json").read_text())
     assert rewritten["results"]["handwritten"]["estimator"]["summary"]["mean"] >= 0.94
     assert "| handwritten | estimator |" in out.with_suffix(".md").read_text()
-    assert "0.940" in capsys.readouterr().out
+    assert "| 0.9400 |" in capsys.readouterr().out
+
+
+def test_the_table_does_not_round_a_mean_onto_the_bar():
+    runs = runs_of([376, 381, 371, 378, 373])  # 1,879 of 2,000 rows: 0.9395, under 0.94
+    table = ss.markdown({"handwritten": {"estimator": {"runs": runs, "summary": ss.summary(runs)}}}, [0, 1, 2, 3, 4])
+    assert "| 0.9395 |" in table and "0.940 |" not in table
