@@ -200,6 +200,16 @@ def test_missing_file_and_unknown_suffix(tmp_path):
         load_file(tmp_path / "data.csv")
 
 
+def test_labels_stored_once_per_view_in_a_cell(tmp_path):
+    path = save_mat(tmp_path / "lc.mat", data=cell(VIEW_A, VIEW_C), truelabel=cell(LABELS_1_BASED, LABELS_1_BASED))
+    np.testing.assert_array_equal(load_mat(path).labels, EXPECTED_LABELS)
+    other = LABELS_1_BASED.copy()
+    other[0] = 3
+    path = save_mat(tmp_path / "ld.mat", data=cell(VIEW_A, VIEW_C), truelabel=cell(LABELS_1_BASED, other))
+    with pytest.raises(ValueError, match=r"ld\.mat: labels 'truelabel' is a cell of 2 .*entries \[1\] differ"):
+        load_mat(path)
+
+
 def test_label_matrix_is_rejected(tmp_path):
     path = save_mat(tmp_path / "lm.mat", X=cell(VIEW_A), Y=np.ones((3, 4)))
     with pytest.raises(ValueError, match=r"lm\.mat: labels 'Y' must be .*got shape \(3, 4\)"):

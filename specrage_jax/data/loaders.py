@@ -209,12 +209,30 @@ def find_labels(variables: Mapping[str, Any], label_key: str | None, *, file: st
             f"(pass label_key= to name the key)"
         )
     value = variables[key]
-    if isinstance(value, (list, str)):
+    if isinstance(value, list):
+        value = labels_from_cell(value, key, file=file)
+    if isinstance(value, str):
         raise ValueError(f"{file}: labels {key!r} must be a numeric vector, got {describe_variables({key: value})}")
     raw = value.toarray() if scipy.sparse.issparse(value) else np.asarray(value)
     if raw.ndim > 2 or (raw.ndim == 2 and min(raw.shape) != 1 and raw.size > 0):
         raise ValueError(f"{file}: labels {key!r} must be (n,), (n, 1) or (1, n), got shape {raw.shape}")
     return key, raw.ravel()
+
+
+def labels_from_cell(entries: list[Any], key: str, *, file: str) -> Any:
+    """The one label vector of a cell holding a copy per view (some files store the labels so);
+    ValueError naming the entries that are not vectors or that disagree with the first."""
+    vectors = [np.asarray(e.toarray() if scipy.sparse.issparse(e) else e) for e in entries]
+    if not vectors or any(isinstance(e, (list, str)) or v.dtype == object for e, v in zip(entries, vectors)):
+        raise ValueError(f"{file}: labels {key!r} must be a numeric vector, got {describe_variables({key: entries})}")
+    first = vectors[0].ravel()
+    differ = [i for i, v in enumerate(vectors) if not np.array_equal(v.ravel(), first)]
+    if differ:
+        raise ValueError(
+            f"{file}: labels {key!r} is a cell of {len(vectors)} label vectors and entries {differ} differ from "
+            f"entry 0; pass label_key= to name one vector"
+        )
+    return vectors[0]
 
 
 def labels_to_indices(raw_labels: np.ndarray, *, what: str = "labels") -> np.ndarray:
@@ -364,7 +382,8 @@ def load_mat(
     (x1, view1, ...). Each view may be stored samples x features or features x samples (decided
     from the label count; samples x features when both match), dense or sparse, any numeric type.
     Labels: the first of Y, gt, truth, labels, label, y, truelabel, gnd (or `label_key`), any
-    shape (n,), (n, 1), (1, n), any values, mapped to 0..K-1 by sorted unique value.
+    shape (n,), (n, 1), (1, n) or a cell of one such vector per view (all equal), any values, mapped
+    to 0..K-1 by sorted unique value.
 
     Args:
       views: indices of the views to keep, in that order (default all), e.g. (0, 2).
