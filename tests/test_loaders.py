@@ -210,6 +210,15 @@ def test_labels_stored_once_per_view_in_a_cell(tmp_path):
         load_mat(path)
 
 
+def test_known_keys_match_up_to_case(tmp_path):
+    path = save_mat(tmp_path / "case.mat", Data=cell(VIEW_A, VIEW_C), GT=LABELS_1_BASED)
+    data = load_mat(path)
+    assert_views(data, VIEW_A, VIEW_C)
+    np.testing.assert_array_equal(data.labels, EXPECTED_LABELS)
+    with pytest.raises(ValueError, match="no labels found; tried keys gt"):
+        load_mat(path, label_key="gt")  # a key the caller names is matched exactly
+
+
 def test_label_matrix_is_rejected(tmp_path):
     path = save_mat(tmp_path / "lm.mat", X=cell(VIEW_A), Y=np.ones((3, 4)))
     with pytest.raises(ValueError, match=r"lm\.mat: labels 'Y' must be .*got shape \(3, 4\)"):

@@ -149,6 +149,14 @@ def is_matrix(value: Any) -> bool:
     )
 
 
+def known_keys(variables: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """Keys of ``variables`` among ``names``: exact matches in the names' order, then those that
+    match one only up to case (``GT``, ``Data``) in file order."""
+    exact = [name for name in names if name in variables]
+    folded = {name.lower() for name in names}
+    return exact + [key for key in variables if key not in exact and key.lower() in folded]
+
+
 def per_view_keys(variables: Mapping[str, Any], prefix: str) -> list[str]:
     """Keys `prefix1`, `prefix_2`, ... holding matrices, sorted by their number."""
     pattern = re.compile(rf"^{re.escape(prefix)}_?(\d+)$")
@@ -182,15 +190,16 @@ def find_view_sources(variables: Mapping[str, Any], view_key: str | None, *, fil
             f"{file}: view_key {view_key!r} names no cell, matrix or numbered keys {view_key}1, {view_key}2, ...; "
             f"found {describe_variables(variables)}"
         )
-    for key in CELL_VIEW_KEYS:
-        if isinstance(variables.get(key), list):
+    cell_keys = known_keys(variables, CELL_VIEW_KEYS)
+    for key in cell_keys:
+        if isinstance(variables[key], list):
             return from_cell(key)
     for prefix in PER_VIEW_PREFIXES:
         keys = per_view_keys(variables, prefix)
         if keys:
             return [ViewSource(f"key {key!r}", variables[key]) for key in keys]
-    for key in CELL_VIEW_KEYS:
-        if key in variables and is_matrix(variables[key]):
+    for key in cell_keys:
+        if is_matrix(variables[key]):
             return [ViewSource(f"key {key!r}", variables[key])]
     raise ValueError(
         f"{file}: no views found; tried a cell under {', '.join(CELL_VIEW_KEYS)}, numbered keys "
@@ -202,7 +211,8 @@ def find_view_sources(variables: Mapping[str, Any], view_key: str | None, *, fil
 def find_labels(variables: Mapping[str, Any], label_key: str | None, *, file: str) -> tuple[str, np.ndarray]:
     """(key, raw labels flattened to (n,)) from `label_key` or the first known label key."""
     keys = (label_key,) if label_key is not None else LABEL_KEYS
-    key = next((k for k in keys if k in variables), None)
+    found = [label_key] if label_key in variables else [] if label_key is not None else known_keys(variables, keys)
+    key = found[0] if found else None
     if key is None:
         raise ValueError(
             f"{file}: no labels found; tried keys {', '.join(keys)}; found {describe_variables(variables)} "
