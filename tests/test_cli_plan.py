@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from specrage_jax.cli import build_parser, config_help, help_dataset, main
+from specrage_jax.cli.train import default_run_dir
 from specrage_jax.config import ExperimentConfig
 from specrage_jax.presets import preset
 from specrage_jax.runs.run_plan import format_plan, stage_plan
@@ -109,3 +110,16 @@ def test_help_shows_the_values_a_named_dataset_trains_with(capsys):
         "graph.n_neighbors = chosen from the data" in plain and "train.steps_per_epoch = chosen from the data" in plain
     )
     assert f"model.temperature = {ExperimentConfig().model.temperature}" in plain
+
+
+@pytest.mark.parametrize(
+    ("dataset", "seed", "expected"),
+    [
+        ("handwritten", 0, "runs/handwritten-seed0"),
+        ("file:/data/views/3sources.mat", 2, "runs/3sources-seed2"),
+        ("memmap:/data/big_views", 1, "runs/big_views-seed1"),
+        ("infinitemnist:20000", 0, "runs/infinitemnist-20000-seed0"),
+    ],
+)
+def test_the_default_run_folder_is_one_folder_named_after_the_data(dataset, seed, expected):
+    assert default_run_dir(dataset, seed) == expected

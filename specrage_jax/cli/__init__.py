@@ -154,7 +154,9 @@ def build_parser(dataset_for_help: str | None = None) -> argparse.ArgumentParser
         metavar="E",
         help="epochs of the per-view Siamese nets, when the preset trains them (siamese.epochs)",
     )
-    train.add_argument("--out", default=None, help="output directory (default runs/DATASET-seedS)")
+    train.add_argument(
+        "--out", default=None, help="output directory (default runs/DATASET-seedS; a file: dataset by its file name)"
+    )
     train.add_argument("--data-dir", default=None, help="where real datasets live (default: $SPECRAGE_DATA)")
     train.add_argument(
         "--set",

@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -83,6 +84,15 @@ def all_overrides(args: argparse.Namespace) -> list[str]:
         ("siamese.epochs", args.siamese_epochs),
     )
     return [*args.overrides, *(f"{key}={value}" for key, value in bounds if value is not None)]
+
+
+def default_run_dir(dataset: str, seed: int) -> str:
+    """runs/NAME-seedS: a file or memmap dataset by its file's stem (``file:/data/3sources.mat`` ->
+    ``runs/3sources-seed0``), anything else by its name with characters unsafe in a folder name
+    replaced by '-'."""
+    kind, _, path = dataset.partition(":")
+    name = Path(path).stem if kind in ("file", "memmap") and path else dataset
+    return f"runs/{re.sub(r'[^A-Za-z0-9._-]+', '-', name).strip('-.') or 'dataset'}-seed{seed}"
 
 
 def resolve_resume(args: argparse.Namespace) -> tuple[str, int, ExperimentConfig, str | None]:
@@ -233,7 +243,7 @@ def run_train(args: argparse.Namespace) -> int:
                 checkpoint_every=args.checkpoint_every,
                 keep_checkpoints=args.keep_checkpoints,
             )
-            out = args.out or f"runs/{dataset}-seed{seed}"
+            out = args.out or default_run_dir(dataset, seed)
         if processes > 1 and not is_primary():  # one process alone never starts JAX this early
             config = on_secondary_process(config)
     except ValueError as err:  # CheckpointError included
