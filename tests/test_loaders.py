@@ -309,6 +309,8 @@ def test_npz_views_and_labels(tmp_path):
     np.testing.assert_array_equal(data.labels, EXPECTED_LABELS)
     assert data.name == "noisy"
     assert_views(load_npz(path, views=(1,)), VIEW_B)
+    np.savez(tmp_path / "numbered.npz", X1=VIEW_A, X2=VIEW_C, y=LABELS_1_BASED)  # as a .mat file's keys
+    assert_views(load_npz(tmp_path / "numbered.npz"), VIEW_A, VIEW_C)
 
 
 def test_npz_errors(tmp_path):

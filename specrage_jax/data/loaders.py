@@ -425,8 +425,9 @@ def npz_view_keys(keys: Sequence[str]) -> list[str]:
 
 
 def load_npz(path: str | Path, *, views: Sequence[int] | None = None) -> MultiViewData:
-    """A multi-view dataset from an .npz with keys view_0 ... view_{V-1} and labels (the published
-    code's NoisyMNIST format); orientation and label mapping as in `load_mat`.
+    """A multi-view dataset from an .npz with keys view_0 ... view_{V-1} (the published code's
+    NoisyMNIST format; else numbered keys as in `load_mat`: X1, X2, ...) and labels (or another
+    known label key); orientation and label mapping as in `load_mat`.
 
     Returns:
       MultiViewData named after the file's stem, views (n, d_v) float32, labels (n,) int64.
@@ -435,13 +436,15 @@ def load_npz(path: str | Path, *, views: Sequence[int] | None = None) -> MultiVi
     with np.load(file, allow_pickle=False) as archive:
         variables = {key: archive[key] for key in archive.files}
     keys = npz_view_keys(list(variables))
+    if keys and [int(key.split("_")[1]) for key in keys] != list(range(len(keys))):
+        raise ValueError(f"{file}: view keys must run view_0 .. view_{{V-1}} without gaps; found {keys}")
+    if not keys:  # numbered keys as in a .mat file: X1, X2, ... or x_1, view1, ...
+        keys = next((found for prefix in PER_VIEW_PREFIXES if (found := per_view_keys(variables, prefix))), [])
     if not keys:
         raise ValueError(
-            f"{file}: no views found; expected keys view_0, view_1, ...; found {describe_variables(variables)}"
+            f"{file}: no views found; expected keys view_0, view_1, ... (or X1, X2, ...); "
+            f"found {describe_variables(variables)}"
         )
-    numbers = [int(key.split("_")[1]) for key in keys]
-    if numbers != list(range(len(keys))):
-        raise ValueError(f"{file}: view keys must run view_0 .. view_{{V-1}} without gaps; found {keys}")
     bad = [key for key in keys if variables[key].ndim != 2]
     if bad:
         raise ValueError(f"{file}: views must be 2-D; {describe_variables({k: variables[k] for k in bad})}")
