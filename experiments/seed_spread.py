@@ -118,7 +118,9 @@ def markdown(results: dict[str, dict[str, Any]], seeds: list[int]) -> str:
 
 def write_outputs(out: Path, payload: dict[str, Any]) -> None:
     """OUT.json (``payload``: seeds, cpu, results) and OUT.md (its table), the table printed."""
-    table = markdown(payload["results"], payload["seeds"])
+    table = f"No preset, seeds {', '.join(map(str, payload['seeds']))}; on {payload['cpu']}.\n\n" + markdown(
+        payload["results"], payload["seeds"]
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1))
     out.with_suffix(".md").write_text(table)
