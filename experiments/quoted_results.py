@@ -96,9 +96,13 @@ OTHER_CPUS = {  # a CPU's row label in the results page's table: its folder unde
     "Intel Xeon, family 6 model 167": "xeon_f6_m167",
     "AMD EPYC, family 25 model 17": "epyc_f25_m17",
 }
-CPU_ROWS = {"AMD EPYC, family 23 model 49": ("", "spread_")} | {  # row label: (suite prefix, spread prefix)
-    label: (f"{folder}_", f"{folder}_spread_") for label, folder in OTHER_CPUS.items()
-}
+CPU_ROWS = {"AMD EPYC, family 23 model 49": ""} | OTHER_CPUS  # the committed runs: no folder of their own
+
+
+def cpu_prefixes(folder: str) -> tuple[str, str]:
+    """The figure-name prefixes (suite and variants, seed spread) of one CPU's runs."""
+    return (f"{folder}_", f"{folder}_spread_") if folder else ("", "spread_")
+
 
 SPREAD_ROWS = {  # (dataset, path) in seed_spread.json: its row in the notes' table
     ("handwritten", "estimator"): "Handwritten | estimator",
@@ -180,8 +184,8 @@ FIGURES: dict[str, Figure] = {
         name: figure
         for folder in OTHER_CPUS.values()
         for name, figure in (
-            devsuite_figures(f"{folder}_", f"cross_cpu/{folder}/", f"{folder}: suite", f"{folder}: variants")
-            | spread_figures(f"{folder}_spread_", f"cross_cpu/{folder}/", f"{folder}, no preset", ("", "mean"))
+            devsuite_figures(cpu_prefixes(folder)[0], f"cross_cpu/{folder}/", f"{folder}: suite", f"{folder}: variants")
+            | spread_figures(cpu_prefixes(folder)[1], f"cross_cpu/{folder}/", f"{folder}, no preset", ("", "mean"))
         ).items()
     },
 }
@@ -282,7 +286,8 @@ QUOTES: tuple[re.Pattern[str], ...] = (
             rf"\(#{a}variants_met of #{a}variants_count\) \| \S+ #{a}variants_lowest× \| "
             rf"#{b}handwritten_estimator / #{b}handwritten_cli \| #{b}bdgp_estimator / #{b}bdgp_cli \|"
         )
-        for label, (a, b) in CPU_ROWS.items()
+        for label, folder in CPU_ROWS.items()
+        for a, b in [cpu_prefixes(folder)]
     ),
 )
 

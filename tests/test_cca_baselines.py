@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -78,8 +79,6 @@ def test_reduction_caps_wide_views_and_names_the_settings():
 
 
 def test_the_baseline_scripts_choose_sets_by_name_and_refuse_unknown_ones():
-    import argparse
-
     nb = cb.nb
     parser = argparse.ArgumentParser()
     nb.add_set_arguments(parser, data_dir_required=False)

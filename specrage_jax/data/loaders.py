@@ -211,8 +211,10 @@ def find_view_sources(variables: Mapping[str, Any], view_key: str | None, *, fil
 def find_labels(variables: Mapping[str, Any], label_key: str | None, *, file: str) -> tuple[str, np.ndarray]:
     """(key, raw labels flattened to (n,)) from `label_key` or the first known label key."""
     keys = (label_key,) if label_key is not None else LABEL_KEYS
-    found = [label_key] if label_key in variables else [] if label_key is not None else known_keys(variables, keys)
-    key = found[0] if found else None
+    if label_key is not None:
+        key = label_key if label_key in variables else None
+    else:
+        key = next(iter(known_keys(variables, LABEL_KEYS)), None)
     if key is None:
         raise ValueError(
             f"{file}: no labels found; tried keys {', '.join(keys)}; found {describe_variables(variables)} "
@@ -240,7 +242,7 @@ def labels_from_cell(entries: list[Any], key: str, *, file: str) -> Any:
     if differ:
         raise ValueError(
             f"{file}: labels {key!r} is a cell of {len(vectors)} label vectors and entries {differ} differ from "
-            f"entry 0; pass label_key= to name one vector"
+            f"entry 0, so which one holds the labels is unclear; store one vector"
         )
     return vectors[0]
 
