@@ -200,7 +200,10 @@ def test_missing_file_and_unknown_suffix(tmp_path):
         load_file(tmp_path / "data.csv")
 
 
-def test_labels_stored_once_per_view_in_a_cell(tmp_path):
+def test_labels_in_a_cell_of_class_names_or_of_one_copy_per_view(tmp_path):
+    names = cell(*[("ant", "bee", "cat")[v - 1] for v in LABELS_1_BASED])  # a MATLAB cellstr
+    path = save_mat(tmp_path / "ln.mat", X=cell(VIEW_A), Y=names)
+    np.testing.assert_array_equal(load_mat(path).labels, EXPECTED_LABELS)
     path = save_mat(tmp_path / "lc.mat", data=cell(VIEW_A, VIEW_C), truelabel=cell(LABELS_1_BASED, LABELS_1_BASED))
     np.testing.assert_array_equal(load_mat(path).labels, EXPECTED_LABELS)
     other = LABELS_1_BASED.copy()

@@ -232,8 +232,11 @@ def find_labels(variables: Mapping[str, Any], label_key: str | None, *, file: st
 
 
 def labels_from_cell(entries: list[Any], key: str, *, file: str) -> Any:
-    """The one label vector of a cell holding a copy per view (some files store the labels so);
-    ValueError naming the entries that are not vectors or that disagree with the first."""
+    """The labels of a cell: class names (a cellstr, one per sample) as an array of str, or the one
+    label vector of a cell holding a copy per view (some files store the labels so); ValueError
+    naming the entries that are not vectors or that disagree with the first."""
+    if entries and all(isinstance(e, str) for e in entries):
+        return np.asarray(entries, dtype=str)
     vectors = [np.asarray(e.toarray() if scipy.sparse.issparse(e) else e) for e in entries]
     if not vectors or any(isinstance(e, (list, str)) or v.dtype == object for e, v in zip(entries, vectors)):
         raise ValueError(f"{file}: labels {key!r} must be a numeric vector, got {describe_variables({key: entries})}")
