@@ -429,6 +429,23 @@ def npz_view_keys(keys: Sequence[str]) -> list[str]:
     return [key for _, key in sorted(numbered)]
 
 
+def read_npz_arrays(file: Path) -> dict[str, np.ndarray]:
+    """Every array of an .npz; ValueError naming a key that holds Python objects, which are never
+    unpickled (loading a pickle runs code): a list of views of unequal widths is saved so."""
+    with np.load(file, allow_pickle=False) as archive:
+        variables = {}
+        for key in archive.files:
+            try:
+                variables[key] = archive[key]
+            except ValueError as error:
+                raise ValueError(
+                    f"{file}: key {key!r} holds Python objects (as a list of views of unequal widths is saved), "
+                    f"which are not loaded; save each view under its own key: "
+                    f"np.savez(path, view_0=x0, view_1=x1, labels=y)"
+                ) from error
+    return variables
+
+
 def load_npz(path: str | Path, *, views: Sequence[int] | None = None) -> MultiViewData:
     """A multi-view dataset from an .npz with keys view_0 ... view_{V-1} (the published code's
     NoisyMNIST format; else numbered keys as in `load_mat`: X1, X2, ...) and labels (or another
@@ -438,8 +455,7 @@ def load_npz(path: str | Path, *, views: Sequence[int] | None = None) -> MultiVi
       MultiViewData named after the file's stem, views (n, d_v) float32, labels (n,) int64.
     """
     file = _existing_file(path)
-    with np.load(file, allow_pickle=False) as archive:
-        variables = {key: archive[key] for key in archive.files}
+    variables = read_npz_arrays(file)
     keys = npz_view_keys(list(variables))
     if keys and [int(key.split("_")[1]) for key in keys] != list(range(len(keys))):
         raise ValueError(f"{file}: view keys must run view_0 .. view_{{V-1}} without gaps; found {keys}")
