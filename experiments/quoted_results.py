@@ -158,6 +158,17 @@ FIGURES: dict[str, Figure] = {
     **seed_figures("bdgp", "bdgp", "BDGP, paper table", "mean", "std", "worst", "nmi", "svm", "gap"),
     **seed_figures("noisymnist", "noisymnist", "NoisyMNIST, paper table", "mean", "std", "worst", "nmi", "svm", "val"),
     **devsuite_figures("", "", "development suite", "stress variants"),
+    "nm_no_preset": Figure(
+        "NoisyMNIST without its preset, the CLI: test k-means ACC",
+        "noisymnist_no_preset",
+        "results/noisymnist/cli/summary/mean",
+    ),
+    "nm_no_preset_svm": Figure(
+        "NoisyMNIST without its preset, the CLI: test SVM ACC",
+        "noisymnist_no_preset",
+        "results/noisymnist/cli/runs/*/svm_acc",
+        "mean",
+    ),
     "variants_seeds_mean": Figure(
         "stress variants over fit seeds 0-4: mean ACC / bar", "devsuite_variants_seeds", "mean"
     ),
@@ -244,6 +255,10 @@ QUOTES: tuple[re.Pattern[str], ...] = (
         r"NoisyMNIST\*\* matches the paper's k-means ACC \(#noisymnist_mean__pct; worst seed #noisymnist_worst__pct\)"
     ),
     pattern(r"Batches of 4096\**: VAL #noisymnist_val against"),
+    pattern(
+        r"NoisyMNIST without its preset[^\n]{0,300}?test k-means #nm_no_preset, SVM #nm_no_preset_svm, "
+        r"against #noisymnist_mean with its preset"
+    ),
     pattern(r"NoisyMNIST…on validation on each of 10 seeds \(#- against #noisymnist_val mean\)"),
     # the development suite and its stress variants, no preset
     pattern(r"(?:development suite \(?|the suite is )#suite_met of #suite_sets"),

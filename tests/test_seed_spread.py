@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 import seed_spread as ss
@@ -48,3 +49,11 @@ def test_the_table_does_not_round_a_mean_onto_the_bar():
     runs = runs_of([376, 381, 371, 378, 373])  # 1,879 of 2,000 rows: 0.9395, under 0.94
     table = ss.markdown({"handwritten": {"estimator": {"runs": runs, "summary": ss.summary(runs)}}}, [0, 1, 2, 3, 4])
     assert "| 0.9395 |" in table and "0.940 |" not in table
+
+
+def test_a_named_dataset_runs_by_the_cli_path_only(monkeypatch, capsys):
+    argv = ["seed_spread.py", "--data-dir", "x", "--datasets", "noisymnist", "--paths", "estimator", "cli"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit):
+        ss.main()
+    assert "noisymnist: the CLI path only" in capsys.readouterr().err
