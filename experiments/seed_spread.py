@@ -68,7 +68,8 @@ def estimator_run(name: str, data_dir: str, seed: int) -> dict[str, Any]:
 
 
 def cli_run(name: str, data_dir: str, seed: int) -> dict[str, Any]:
-    """``specrage train --dataset file:PATH --seed SEED`` without an output directory."""
+    """``specrage train --dataset file:PATH --seed SEED`` (a NAMED dataset: ``--dataset NAME`` with
+    ``ExperimentConfig()`` in place of its preset) without an output directory."""
     dataset = name if name in NAMED else file_dataset(name, data_dir)
     config = ExperimentConfig() if name in NAMED else preset(dataset)
     resolved: dict[str, Any] = {}

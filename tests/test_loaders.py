@@ -195,6 +195,9 @@ def test_labels_in_a_cell_of_class_names_or_of_one_copy_per_view(tmp_path):
     names = cell(*[("ant", "bee", "cat")[v - 1] for v in LABELS_1_BASED])  # a MATLAB cellstr
     path = save_mat(tmp_path / "ln.mat", X=cell(VIEW_A), Y=names)
     np.testing.assert_array_equal(load_mat(path).labels, EXPECTED_LABELS)
+    mixed = save_mat(tmp_path / "lx.mat", X=cell(VIEW_A), Y=cell("ant", LABELS_1_BASED))
+    with pytest.raises(ValueError, match=r"lx\.mat: labels 'Y' must be a vector of numbers or class names"):
+        load_mat(mixed)
     path = save_mat(tmp_path / "lc.mat", data=cell(VIEW_A, VIEW_C), truelabel=cell(LABELS_1_BASED, LABELS_1_BASED))
     np.testing.assert_array_equal(load_mat(path).labels, EXPECTED_LABELS)
     other = LABELS_1_BASED.copy()

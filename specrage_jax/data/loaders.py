@@ -224,11 +224,17 @@ def find_labels(variables: Mapping[str, Any], label_key: str | None, *, file: st
     if isinstance(value, list):
         value = labels_from_cell(value, key, file=file)
     if isinstance(value, str):
-        raise ValueError(f"{file}: labels {key!r} must be a numeric vector, got {describe_variables({key: value})}")
+        raise not_label_vector(key, value, file=file)
     raw = value.toarray() if scipy.sparse.issparse(value) else np.asarray(value)
     if raw.ndim > 2 or (raw.ndim == 2 and min(raw.shape) != 1 and raw.size > 0):
         raise ValueError(f"{file}: labels {key!r} must be (n,), (n, 1) or (1, n), got shape {raw.shape}")
     return key, raw.ravel()
+
+
+def not_label_vector(key: str, value: Any, *, file: str) -> ValueError:
+    """The error for labels ``key`` that hold neither numbers nor class names, showing ``value``."""
+    shown = describe_variables({key: value})
+    return ValueError(f"{file}: labels {key!r} must be a vector of numbers or class names, got {shown}")
 
 
 def labels_from_cell(entries: list[Any], key: str, *, file: str) -> Any:
@@ -239,7 +245,7 @@ def labels_from_cell(entries: list[Any], key: str, *, file: str) -> Any:
         return np.asarray(entries, dtype=str)
     vectors = [np.asarray(e.toarray() if scipy.sparse.issparse(e) else e) for e in entries]
     if not vectors or any(isinstance(e, (list, str)) or v.dtype == object for e, v in zip(entries, vectors)):
-        raise ValueError(f"{file}: labels {key!r} must be a numeric vector, got {describe_variables({key: entries})}")
+        raise not_label_vector(key, entries, file=file)
     first = vectors[0].ravel()
     differ = [i for i, v in enumerate(vectors) if not np.array_equal(v.ravel(), first)]
     if differ:
